@@ -1,0 +1,3 @@
+from evalharness.cli import main
+
+raise SystemExit(main())

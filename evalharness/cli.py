@@ -1,0 +1,102 @@
+"""The command line: run, validate, report. Bad input exits 2 with one clear message; nothing else lives here."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evalharness import __version__
+
+EXIT_BAD_INPUT = 2
+
+
+def _fail(message: str) -> int:
+    print(f"evalharness: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from evalharness.engines import ENGINES, render_args
+    from evalharness.spec import SpecError, load_matrix
+
+    try:
+        matrix, cells, reference = load_matrix(args.matrix)
+    except SpecError as exc:
+        return _fail(str(exc))
+    print(f"{args.matrix}: matrix {matrix.name!r}, engine {matrix.engine}, {len(cells)} cells, reference {reference.id}")
+    engine = ENGINES[matrix.engine]
+    for cell in cells:
+        plan = engine.launch_plan(matrix, cell, port=0, work_dir="OUT")
+        flags = " ".join(render_args(cell.args)) or "(no flags)"
+        env = " ".join(f"{k}={v}" for k, v in cell.env.items())
+        print(f"  {cell.id}{' (reference)' if cell.id == reference.id else ''}: {flags}{'  env: ' + env if env else ''}")
+        del plan
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from evalharness.runner import RunError, execute
+    from evalharness.spec import SpecError, load_matrix
+
+    try:
+        matrix, cells, reference = load_matrix(args.matrix)
+    except SpecError as exc:
+        return _fail(str(exc))
+    out_dir = Path(args.out)
+    try:
+        run, status = execute(matrix, cells, reference, Path(args.matrix), out_dir, args.resume)
+    except RunError as exc:
+        return _fail(str(exc))
+    counts: dict[str, int] = {}
+    for result in run.cells.values():
+        counts[result.status] = counts.get(result.status, 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no cells finished"
+    print(f"{len(run.cells)}/{len(run.cell_order)} cells: {summary}")
+    print(f"report: {out_dir / 'report.md'}")
+    print(f"results: {out_dir / 'results.json'}")
+    return status
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from evalharness.report import render_markdown
+    from evalharness.results import ResultsError, atomic_write_text, load_run
+
+    out_dir = Path(args.dir)
+    try:
+        run = load_run(out_dir)
+    except ResultsError as exc:
+        return _fail(str(exc))
+    atomic_write_text(out_dir / "report.md", render_markdown(run))
+    print(f"report: {out_dir / 'report.md'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="evalharness", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"evalharness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="serve every cell of a matrix and report")
+    run.add_argument("--matrix", required=True, help="matrix YAML file")
+    run.add_argument("--out", required=True, help="output folder (results.json, report.md, cells/<id>/)")
+    run.add_argument("--resume", action="store_true", help="finish a run in --out, skipping its finished cells")
+    run.set_defaults(func=cmd_run)
+
+    validate = sub.add_parser("validate", help="check a matrix and list its cells without launching anything")
+    validate.add_argument("--matrix", required=True)
+    validate.set_defaults(func=cmd_validate)
+
+    report = sub.add_parser("report", help="re-render report.md from a run folder's results.json")
+    report.add_argument("dir")
+    report.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,307 @@
+"""The per-cell loop: launch, readiness, resolved configuration, teardown; isolation, resume, signals and saving.
+
+A cell's failure is a result, never the run's end: whatever happens inside one cell is recorded on that cell and the
+loop goes on. Results are saved (atomically) and the report re-rendered after every cell. Ctrl-C or SIGTERM tears the
+current server down, saves the finished cells and ends the run with status 130/143; `--resume` finishes it later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+
+from evalharness import __version__
+from evalharness.engines import ENGINES, Engine, LaunchPlan
+from evalharness.logscan import classify_crash, extract_warnings
+from evalharness.progress import Progress
+from evalharness.report import render_markdown
+from evalharness.results import (
+    CellResult,
+    ResultsError,
+    RunMeta,
+    RunResult,
+    TeardownRecord,
+    atomic_write_text,
+    git_revision,
+    harness_versions,
+    load_run,
+    machine_info,
+    mask_args,
+    mask_argv,
+    mask_env,
+    now_iso,
+    save_run,
+)
+from evalharness.server import LaunchError, ServerProcess, free_port
+from evalharness.spec import Cell, Matrix
+
+UNIMPLEMENTED_SECTIONS = ("probes", "quality", "throughput", "gate")
+
+
+class Interrupted(Exception):
+    """The harness received SIGTERM (SIGINT arrives as KeyboardInterrupt)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class RunError(Exception):
+    """The run cannot start: its output folder is unusable or holds another run."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _block_signals() -> None:
+    # Once teardown starts, a second Ctrl-C must not cut it short and leave an engine behind.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _unblock_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _read_log(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _wait_external(plan: LaunchPlan, timeout_s: float) -> tuple[bool, float]:
+    begin = time.monotonic()
+    with httpx.Client(timeout=2.0) as client:
+        while time.monotonic() - begin < timeout_s:
+            try:
+                if client.get(plan.root_url + plan.health_path).status_code == 200:
+                    return True, time.monotonic() - begin
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+    return False, time.monotonic() - begin
+
+
+class CellRun:
+    """The mutable state of one cell while it runs; `result()` freezes it into a CellResult."""
+
+    def __init__(self, cell: Cell, plan: LaunchPlan, run_dir: Path):
+        self.cell = cell
+        self.plan = plan
+        self.run_dir = run_dir
+        self.cell_dir = run_dir / "cells" / cell.id
+        self.log_path = self.cell_dir / "server.log"
+        self.status = "error"
+        self.phase = "launch"
+        self.reason: str | None = None
+        self.crash = None
+        self.startup_s: float | None = None
+        self.resolved: dict = {}
+        self.teardown: TeardownRecord | None = None
+        self.server: ServerProcess | None = None
+        self.started_at = now_iso()
+        self.begin = time.monotonic()
+
+    def result(self, engine: Engine) -> CellResult:
+        log_text = _read_log(self.log_path)
+        return CellResult(
+            id=self.cell.id,
+            axes=self.cell.axes,
+            settings_hash=self.cell.settings_hash,
+            args=mask_args(self.cell.args),
+            env=mask_env(self.cell.env),
+            argv=mask_argv(self.plan.argv),
+            status=self.status,
+            phase=self.phase,
+            reason=self.reason,
+            crash=self.crash,
+            warnings=extract_warnings(log_text, engine.log_rules),
+            startup_s=self.startup_s,
+            resolved=self.resolved,
+            log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,
+            teardown=self.teardown,
+            started_at=self.started_at,
+            finished_at=now_iso(),
+            duration_s=round(time.monotonic() - self.begin, 3),
+        )
+
+
+def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress) -> ServerProcess | None:
+    """The phases of one cell, recording into `state`; returns the server so the caller can always tear it down."""
+    plan = state.plan
+    if engine.name == "external":
+        progress.phase("startup")
+        state.phase = "startup"
+        ready, waited = _wait_external(plan, matrix.timeouts.startup_s)
+        if not ready:
+            state.status, state.reason = "timeout", f"{plan.base_url} did not answer within {waited:.0f}s"
+            return None
+        state.startup_s = round(waited, 2)
+        server = None
+    else:
+        server = ServerProcess(plan.argv, plan.env, state.log_path, plan.root_url + plan.health_path)
+        state.server = server
+        try:
+            server.start()
+        except LaunchError as exc:
+            state.status, state.reason = "crashed", str(exc)
+            return None
+        progress.phase("startup")
+        state.phase = "startup"
+        readiness = server.wait_ready(matrix.timeouts.startup_s)
+        if readiness.outcome == "exited":
+            crash = classify_crash(_read_log(state.log_path), engine.log_rules)
+            state.status, state.crash = "crashed", crash
+            state.reason = f"{crash.kind}: {crash.line} (exit code {readiness.returncode} after {readiness.seconds:.0f}s)"
+            return server
+        if readiness.outcome == "timeout":
+            state.status = "timeout"
+            state.reason = f"not ready after {readiness.seconds:.0f}s (startup timeout {matrix.timeouts.startup_s:.0f}s)"
+            return server
+        state.startup_s = round(readiness.seconds, 2)
+    progress.phase("resolve")
+    state.phase = "resolve"
+    with httpx.Client(timeout=10.0) as client:
+        state.resolved = engine.resolved_config(client, plan, _read_log(state.log_path))
+    state.phase, state.status = "done", "ok"
+    return server
+
+
+def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress: Progress) -> CellResult:
+    """Serve one cell and record what happened. Never raises for the cell's own failures; re-raises interrupts after
+    tearing the server down."""
+    port = free_port(matrix.host) if engine.name != "external" else 0
+    plan = engine.launch_plan(matrix, cell, port, str(run_dir.resolve()))
+    state = CellRun(cell, plan, run_dir)
+    state.cell_dir.mkdir(parents=True, exist_ok=True)
+    interrupted = False
+    try:
+        _serve(matrix, engine, state, progress)
+    except (KeyboardInterrupt, Interrupted):
+        interrupted = True
+        raise
+    except Exception as exc:  # a bug or an unexpected answer inside one cell must not lose the others
+        state.status, state.reason = "error", f"{type(exc).__name__}: {exc} (in phase {state.phase})"
+    finally:
+        _block_signals()
+        try:
+            if state.server is not None:
+                progress.phase("teardown")
+                torn = state.server.stop(matrix.timeouts.teardown_grace_s)
+                state.teardown = TeardownRecord(**torn.__dict__)
+                if torn.leftover:
+                    progress.message(f"[bold red]engine processes left behind after teardown: {torn.leftover}[/]")
+                    state.status = "error"
+                    state.reason = f"{state.reason or state.status}; engine processes left behind: {torn.leftover}"
+        finally:
+            if not interrupted:
+                _unblock_signals()
+    return state.result(engine)
+
+
+def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path,
+                resume: bool) -> RunResult:
+    """A fresh run record, or the previous one when resuming (keeping only cells whose settings are unchanged)."""
+    results_path = out_dir / "results.json"
+    if results_path.exists() and not resume:
+        raise RunError(f"{out_dir} already holds a run (results.json); pass --resume to finish it or choose another --out")
+    versions = harness_versions()
+    meta = RunMeta(
+        harness_version=versions["harness"] or __version__,
+        engine=matrix.engine,
+        lm_eval_version=versions["lm_eval"],
+        git_revision=git_revision(Path(__file__).resolve().parent),
+        machine=machine_info(),
+        matrix_name=matrix.name,
+        matrix_path=str(matrix_path),
+        matrix=_masked_matrix(matrix),
+        started_at=now_iso(),
+        command=mask_argv(sys.argv),
+    )
+    run = RunResult(meta=meta, reference=reference.id, cell_order=[c.id for c in cells])
+    if resume and results_path.exists():
+        try:
+            previous = load_run(out_dir)
+        except ResultsError as exc:
+            raise RunError(f"cannot resume: {exc}") from None
+        hashes = {c.id: c.settings_hash for c in cells}
+        kept = {cid: r for cid, r in previous.cells.items() if hashes.get(cid) == r.settings_hash}
+        dropped = sorted(set(previous.cells) - set(kept))
+        run.cells = kept
+        run.meta.started_at = previous.meta.started_at
+        run.meta.engine_version = previous.meta.engine_version
+        if dropped:
+            run.notes.append(f"Resumed: re-running cells whose settings changed or left the matrix: {', '.join(dropped)}")
+    return run
+
+
+def _masked_matrix(matrix: Matrix) -> dict:
+    data = matrix.model_dump(mode="json")
+    data["env"] = mask_env(data.get("env", {}))
+    data["args"] = mask_args(data.get("args", {}))
+    for values in data.get("axes", {}).values():
+        for settings in values.values():
+            if settings:
+                settings["env"] = mask_env(settings.get("env", {}))
+                settings["args"] = mask_args(settings.get("args", {}))
+    return data
+
+
+def write_outputs(run: RunResult, out_dir: Path) -> None:
+    save_run(run, out_dir)
+    atomic_write_text(out_dir / "report.md", render_markdown(run))
+
+
+def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path, resume: bool,
+            progress: Progress | None = None) -> tuple[RunResult, int]:
+    """Run every pending cell; return the run and the process exit status (0 done, 130/143 interrupted)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"cannot create the output folder {out_dir}: {exc.strerror or exc}") from None
+    run = prepare_run(matrix, cells, reference, matrix_path, out_dir, resume)
+    unused = [name for name in UNIMPLEMENTED_SECTIONS if getattr(matrix, name) is not None]
+    if unused:
+        run.notes.append(f"Sections validated but not run by this version of evalharness: {', '.join(unused)}.")
+    write_outputs(run, out_dir)
+    engine = ENGINES[matrix.engine]
+    pending = [c for c in cells if c.id not in run.cells]
+    progress = progress or Progress(total=len(cells))
+    done_before = len(cells) - len(pending)
+    exit_status = 0
+    try:
+        with _sigterm_raises():
+            for offset, cell in enumerate(pending):
+                progress.cell(done_before + offset + 1, cell.id)
+                result = run_cell(matrix, cell, engine, out_dir, progress)
+                if result.status == "ok" and result.resolved.get("version") and not run.meta.engine_version:
+                    run.meta.engine_version = str(result.resolved["version"])
+                run.cells[cell.id] = result
+                write_outputs(run, out_dir)
+                progress.finished(cell.id, result.status, result.reason or "")
+        run.complete = True
+        run.interrupted = False
+    except (KeyboardInterrupt, Interrupted) as exc:
+        _block_signals()  # stay blocked until we exit: the interrupted cell is torn down, now save
+        run.interrupted = True
+        exit_status = 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
+        progress.message(f"interrupted ({exc or 'SIGINT'}): saved {len(run.cells)} finished cells; --resume finishes the run")
+    finally:
+        write_outputs(run, out_dir)
+        progress.close()
+    return run, exit_status

@@ -1,0 +1,199 @@
+"""One engine server's life: launch in its own session, whole log capture, readiness, and a teardown that leaves nothing.
+
+Engines spawn children (vLLM's EngineCore and workers, SGLang's scheduler and detokenizer) and some of them leave the
+process group or outlive their parent (sglang#23627: a scheduler holding 100 GB of GPU memory after the launcher died).
+So teardown does three things: SIGTERM then SIGKILL to the process group; SIGKILL to every descendant seen while the
+server ran; SIGKILL to every process that carries this server's marker in its environment (children inherit it, even
+the ones that detached before we ever saw them). Then it checks that none is left and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psutil
+
+MARKER_ENV = "EVALHARNESS_SERVER_ID"
+POLL_INTERVAL_S = 0.2  # readiness is polled five times a second
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on right now (the engine binds it a moment later; a race is reported as port_in_use)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Readiness:
+    """How waiting for the server ended: ready, exited (with its return code), or timed out."""
+
+    outcome: str  # "ready" | "exited" | "timeout"
+    seconds: float
+    returncode: int | None = None
+
+
+@dataclass
+class Teardown:
+    seconds: float
+    signals: list[str] = field(default_factory=list)
+    killed_stragglers: list[int] = field(default_factory=list)
+    leftover: list[int] = field(default_factory=list)
+
+
+class LaunchError(Exception):
+    """The server could not be started at all (missing binary, unreadable log folder)."""
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def processes_with_marker(marker: str) -> list[psutil.Process]:
+    """Every live process whose environment carries `EVALHARNESS_SERVER_ID=<marker>`."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.pid == os.getpid():
+                continue
+            if proc.environ().get(MARKER_ENV) == marker and _alive(proc):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue
+    return found
+
+
+class ServerProcess:
+    """A launched engine server. Use `start`, `wait_ready`, then always `stop` (it is safe to call twice)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, health_url: str, cwd: Path | None = None):
+        self.argv = argv
+        self.extra_env = env
+        self.log_path = log_path
+        self.health_url = health_url
+        self.cwd = cwd
+        self.marker = uuid.uuid4().hex
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.started_at: float | None = None
+        self._seen: dict[int, psutil.Process] = {}
+        self._stopped: Teardown | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.popen.pid if self.popen else None
+
+    def start(self) -> None:
+        env = {**os.environ, **self.extra_env, MARKER_ENV: self.marker}
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        try:
+            self.popen = subprocess.Popen(
+                self.argv,
+                env=env,
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own session and process group: our Ctrl-C never reaches it unmanaged
+            )
+        except OSError as exc:  # FileNotFoundError for a missing engine binary, PermissionError, ...
+            raise LaunchError(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
+        finally:
+            log.close()  # the child holds its own descriptor
+        self.started_at = time.monotonic()
+        self._remember_descendants()
+
+    def _remember_descendants(self) -> None:
+        if not self.popen:
+            return
+        try:
+            root = psutil.Process(self.popen.pid)
+            family = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return
+        for proc in family:
+            self._seen.setdefault(proc.pid, proc)
+
+    def poll(self) -> int | None:
+        """The launcher's return code if it has exited, else None."""
+        return self.popen.poll() if self.popen else None
+
+    def wait_ready(self, timeout_s: float, should_stop=lambda: False) -> Readiness:
+        """Poll the health URL five times a second until it answers 200, the launcher exits, or time runs out."""
+        assert self.popen is not None and self.started_at is not None
+        with httpx.Client(timeout=httpx.Timeout(2.0, connect=1.0)) as client:
+            while True:
+                elapsed = time.monotonic() - self.started_at
+                code = self.popen.poll()
+                if code is not None:
+                    return Readiness("exited", elapsed, code)
+                if elapsed > timeout_s:
+                    return Readiness("timeout", elapsed)
+                self._remember_descendants()
+                try:
+                    if client.get(self.health_url).status_code == 200:
+                        return Readiness("ready", time.monotonic() - self.started_at)
+                except httpx.HTTPError:
+                    pass
+                time.sleep(POLL_INTERVAL_S)
+
+    def stop(self, grace_s: float = 30.0) -> Teardown:
+        """SIGTERM the group, SIGKILL it after `grace_s`, then kill every straggler; report what (if anything) is left."""
+        if self._stopped is not None:
+            return self._stopped
+        begin = time.monotonic()
+        teardown = Teardown(seconds=0.0)
+        if self.popen is None:
+            self._stopped = teardown
+            return teardown
+        self._remember_descendants()
+        pgid = self.popen.pid  # start_new_session made the launcher the group leader
+        if self._signal_group(pgid, signal.SIGTERM):
+            teardown.signals.append("SIGTERM")
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and (self.popen.poll() is None or self._family_alive()):
+            time.sleep(0.1)
+        if self.popen.poll() is None or self._family_alive():
+            if self._signal_group(pgid, signal.SIGKILL):
+                teardown.signals.append("SIGKILL")
+        try:
+            self.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        stragglers = {p.pid: p for p in self._seen.values() if _alive(p)}
+        stragglers.update({p.pid: p for p in processes_with_marker(self.marker)})
+        for proc in stragglers.values():
+            try:
+                proc.kill()
+                teardown.killed_stragglers.append(proc.pid)
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(list(stragglers.values()), timeout=10)
+        teardown.leftover = sorted(
+            {p.pid for p in self._seen.values() if _alive(p)} | {p.pid for p in processes_with_marker(self.marker)}
+        )
+        teardown.seconds = time.monotonic() - begin
+        self._stopped = teardown
+        return teardown
+
+    def _family_alive(self) -> bool:
+        return any(_alive(p) for p in self._seen.values())
+
+    @staticmethod
+    def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+        try:
+            os.killpg(pgid, sig)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
