@@ -39,7 +39,8 @@ def resolved_differences(
         ref_value, cell_value = reference.get(key), cell.get(key)
         if ref_value == cell_value:
             continue
-        leaf = _normal(key.split(".")[-1])
-        is_asked = any(name and (name in leaf or leaf in name) for name in asked)
+        # 'args.speculative_config.method' is asked for by --speculative-config: look at every part of the key
+        parts = [_normal(part) for part in key.replace("[", ".").split(".") if part]
+        is_asked = any(name and (name in part or part in name) for name in asked for part in parts)
         diffs.append(SettingDifference(key=key, reference=ref_value, cell=cell_value, asked=is_asked))
     return sorted(diffs, key=lambda d: (d.asked, d.key))

@@ -1,4 +1,4 @@
-"""The live progress line: one per cell and phase with elapsed time on a terminal; one line per finished cell otherwise."""
+"""The live progress line: one per cell and phase with elapsed time on a terminal; plain start/end lines otherwise."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ class Progress:
         self.index, self.cell_id = index, cell_id
         self.cell_started = time.monotonic()
         self.phase("launch")
+        if self.live is None:  # no live line off a terminal: one plain line per cell start and end (CI logs)
+            self.console.print(f"[{index}/{self.total}] {cell_id}: starting", highlight=False, markup=False)
 
     def phase(self, name: str) -> None:
         self.phase_name = name

@@ -91,7 +91,7 @@ def _differences_section(run: RunResult) -> list[str]:
         out += ["The reference cell has no resolved configuration (not run, or it never became ready).", ""]
         return out
     out += ["What each engine reported after startup. **not asked** marks a difference that none of the cell's own "
-            "flags or variables names: the engine switched it by itself.", ""]
+            "flags or variables names: a consequence of them or a switch the engine made by itself; worth a look.", ""]
     any_rows = False
     for cid in run.cell_order:
         cell = run.cells.get(cid)

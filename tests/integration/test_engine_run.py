@@ -1,0 +1,75 @@
+"""`evalharness run` end to end on the real engine: a ready reference, a ready cell that differs, a cell that crashes
+at startup; results, report, resume, and no engine process left behind."""
+
+import json
+
+import pytest
+
+from tests.integration.conftest import engine_processes, matrix_yaml, run_harness
+
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def finished_run(engine, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("run")
+    matrix = folder / "matrix.yaml"
+    matrix.write_text(matrix_yaml(engine, {
+        "f32": "{args: {--dtype: float32}}",
+        "bf16": "{args: {--dtype: bfloat16}}",
+        "fp8": "{args: {--dtype: bfloat16, --quantization: fp8}}",
+    }))
+    out = folder / "out"
+    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out))
+    return matrix, out, proc
+
+
+def test_every_cell_is_classified_and_nothing_is_left(finished_run):
+    _, out, proc = finished_run
+    assert proc.returncode == 0, proc.stderr
+    assert engine_processes() == []
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] is True and results["reference"] == "cell-f32"
+    cells = results["cells"]
+    for cid in ("cell-f32", "cell-bf16"):
+        assert cells[cid]["status"] == "ok" and cells[cid]["phase"] == "done"
+        assert 1 < cells[cid]["startup_s"] < 300
+        assert cells[cid]["teardown"]["leftover"] == []
+        assert cells[cid]["resolved"]["version"] == "0.32.0"
+        assert (out / cells[cid]["log"]).read_text().count("Application startup complete") == 1
+    assert cells["cell-f32"]["resolved"]["engine.dtype"] == "torch.float32"
+    assert cells["cell-bf16"]["resolved"]["engine.dtype"] == "torch.bfloat16"
+    crash = cells["cell-fp8"]
+    assert crash["status"] == "crashed" and crash["phase"] == "startup"
+    assert crash["crash"]["kind"] == "unsupported_kernel"
+    assert "static_scaled_fp8_quant" in crash["reason"] and "static_scaled_fp8_quant" in crash["crash"]["excerpt"]
+    assert results["meta"]["engine_version"] == "0.32.0" and results["meta"]["machine"]["cpus"] >= 1
+
+
+def test_report_shows_status_reason_and_differences(finished_run):
+    _, out, _ = finished_run
+    report = (out / "report.md").read_text()
+    assert "| `cell-f32` (reference) | ok | done |" in report
+    assert "| `cell-fp8` | **crashed** | startup |" in report and "static\\_scaled\\_fp8\\_quant" in report
+    assert "| engine.dtype | torch.float32 | torch.bfloat16 | asked |" in report
+    assert "Kind **unsupported\\_kernel**" in report
+
+
+def test_resume_skips_finished_cells_and_changes_nothing(finished_run):
+    matrix, out, _ = finished_run
+    before = json.loads((out / "results.json").read_text())["cells"]
+    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), "--resume", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    after = json.loads((out / "results.json").read_text())["cells"]
+    assert after == before
+    # without --resume the finished run is protected
+    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), timeout=60)
+    assert proc.returncode == 2 and "--resume" in proc.stderr
+
+
+def test_report_command_rerenders_the_same_report(finished_run):
+    _, out, _ = finished_run
+    before = (out / "report.md").read_text()
+    (out / "report.md").unlink()
+    proc = run_harness("report", str(out), timeout=60)
+    assert proc.returncode == 0 and (out / "report.md").read_text() == before

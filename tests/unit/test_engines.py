@@ -1,0 +1,71 @@
+"""Launch plans per engine: argv lists (never shell strings), environment, readiness endpoints, config diffs."""
+
+import json
+
+import pytest
+
+from evalharness.compare import asked_names, resolved_differences
+from evalharness.engines import ENGINES, render_args
+from evalharness.engines._common import flatten
+from evalharness.spec import Cell, Matrix
+
+RENDER = [
+    ({"--enforce-eager": True}, ["--enforce-eager"]),
+    ({"--enforce-eager": False}, []),
+    ({"--quantization": None}, []),
+    ({"--tp": 8}, ["--tp", "8"]),
+    ({"--mem-fraction-static": 0.85}, ["--mem-fraction-static", "0.85"]),
+    ({"--cuda-graph-bs": [1, 2, 4]}, ["--cuda-graph-bs", "1", "2", "4"]),
+    ({"--speculative-config": {"method": "ngram", "k": 4}}, ["--speculative-config", '{"method":"ngram","k":4}']),
+    ({"--name": "a b; rm -rf /"}, ["--name", "a b; rm -rf /"]),  # one argv item, no shell ever sees it
+]
+
+
+@pytest.mark.parametrize("args,argv", RENDER)
+def test_render_args(args, argv):
+    assert render_args(args) == argv
+
+
+def _cell(args=None, env=None):
+    return Cell(id="c", axes={}, args=args or {}, env=env or {}, settings_hash="x")
+
+
+def test_vllm_plan():
+    matrix = Matrix(name="t", engine="vllm", model="/m", command=["/e/python", "-m", "vllm.entrypoints.openai.api_server"])
+    plan = ENGINES["vllm"].launch_plan(matrix, _cell({"--dtype": "bfloat16"}, {"A": "1"}), 8123, "/out")
+    assert plan.argv == ["/e/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--host",
+                         "127.0.0.1", "--port", "8123", "--served-model-name", "/m", "--dtype", "bfloat16"]
+    assert plan.env["A"] == "1" and plan.env["VLLM_CACHE_ROOT"] == "/out/.vllm-cache"
+    assert plan.root_url + plan.health_path == "http://127.0.0.1:8123/health"
+    assert plan.base_url == "http://127.0.0.1:8123/v1"
+
+
+def test_sglang_plan_defaults_to_sglang_serve_and_health_generate():
+    matrix = Matrix(name="t", engine="sglang", model="Qwen/Q", served_model_name="q")
+    plan = ENGINES["sglang"].launch_plan(
+        matrix, _cell({"--tp": 8, "--moe-runner-backend": "flashinfer_cutlass"}, {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}),
+        30000, "/out")
+    assert plan.argv[:4] == ["sglang", "serve", "--model-path", "Qwen/Q"]
+    assert plan.argv[-4:] == ["--tp", "8", "--moe-runner-backend", "flashinfer_cutlass"]
+    assert plan.env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"} and plan.health_path == "/health_generate"
+
+
+def test_external_plan_polls_models():
+    matrix = Matrix(name="t", engine="external", model="m", base_url="http://10.0.0.1:8000/v1/")
+    plan = ENGINES["external"].launch_plan(matrix, _cell(), 0, "/out")
+    assert plan.argv == [] and plan.root_url == "http://10.0.0.1:8000"
+    assert plan.root_url + plan.health_path == "http://10.0.0.1:8000/v1/models"
+
+
+def test_flatten():
+    assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": [{"e": 1}]}) == {"a.b": 1, "a.c": [1, 2], "d[0].e": 1}
+
+
+def test_differences_mark_what_no_flag_asked_for():
+    reference = {"args.dtype": "float32", "engine.dtype": "torch.float32", "attention_backend": "fa3", "same": 1}
+    cell = {"args.dtype": "bfloat16", "engine.dtype": "torch.bfloat16", "attention_backend": "triton", "same": 1}
+    asked = asked_names({"--dtype": "bfloat16"}, {}, {"--dtype": "float32"}, {})
+    diffs = resolved_differences(reference, cell, asked)
+    assert [(d.key, d.asked) for d in diffs] == [("attention_backend", False), ("args.dtype", True),
+                                                 ("engine.dtype", True)]
+    assert json.loads(diffs[0].model_dump_json())["reference"] == "fa3"

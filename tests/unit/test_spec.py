@@ -1,0 +1,149 @@
+"""The matrix schema: expansion, stable ids, and every kind of bad input with the message a user gets."""
+
+from pathlib import Path
+
+import pytest
+
+from evalharness.cli import main
+from evalharness.spec import SpecError, cell_id, load_matrix
+
+REPO = Path(__file__).resolve().parents[2]
+
+BASE = """\
+name: t
+engine: vllm
+model: some/model
+args: {--max-model-len: 2048}
+axes:
+  dtype:
+    float32: {args: {--dtype: float32}}
+    bfloat16: {args: {--dtype: bfloat16}}
+  spec:
+    off: {}
+    on: {args: {--speculative-config: {method: ngram}}}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    return path
+
+
+def load_error(tmp_path: Path, text: str) -> str:
+    with pytest.raises(SpecError) as info:
+        load_matrix(write(tmp_path, text))
+    return str(info.value)
+
+
+def test_demo_matrix_expands_to_the_story_cells():
+    matrix, cells, reference = load_matrix(REPO / "matrices" / "cpu-smollm2.yaml")
+    ids = [c.id for c in cells]
+    assert ids == [
+        "dtype-float32.spec-off.fault-none",
+        "dtype-float32.spec-ngram.fault-none",
+        "dtype-bfloat16.spec-off.fault-none",
+        "dtype-bfloat16.spec-off.fault-fp8_kernel",
+        "dtype-bfloat16.spec-off.fault-bad_rope",
+        "dtype-bfloat16.spec-ngram.fault-none",
+    ]
+    assert reference.id == "dtype-float32.spec-off.fault-none"
+    # relative paths resolve against the matrix's folder without following the venv's python symlink
+    assert matrix.command[0] == str(REPO / ".engine" / "venv" / "bin" / "python")
+    assert matrix.model == str(REPO / ".engine" / "models" / "SmolLM2-135M-Instruct")
+    crash = next(c for c in cells if c.axes["fault"] == "fp8_kernel")
+    assert crash.args["--quantization"] == "fp8" and crash.args["--dtype"] == "bfloat16"
+    assert crash.env == {"VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1"}
+
+
+def test_yaml_on_off_stay_names_and_ids_are_stable(tmp_path):
+    _, cells, reference = load_matrix(write(tmp_path, BASE))
+    assert [c.id for c in cells] == ["dtype-float32.spec-off", "dtype-float32.spec-on", "dtype-bfloat16.spec-off",
+                                     "dtype-bfloat16.spec-on"]
+    assert reference.id == "dtype-float32.spec-off"  # the first cell when none is named
+    again = load_matrix(write(tmp_path, BASE))[1]
+    assert [c.settings_hash for c in cells] == [c.settings_hash for c in again]
+    changed = load_matrix(write(tmp_path, BASE.replace("method: ngram", "method: eagle")))[1]
+    assert cells[1].settings_hash != changed[1].settings_hash and cells[0].settings_hash == changed[0].settings_hash
+
+
+def test_no_axes_is_one_base_cell(tmp_path):
+    _, cells, _ = load_matrix(write(tmp_path, "name: t\nengine: vllm\nmodel: m\n"))
+    assert [c.id for c in cells] == ["base"] and cell_id({}) == "base"
+
+
+def test_reference_by_id_and_by_axes(tmp_path):
+    _, _, ref = load_matrix(write(tmp_path, BASE + "reference: dtype-bfloat16.spec-on\n"))
+    assert ref.id == "dtype-bfloat16.spec-on"
+    _, _, ref = load_matrix(write(tmp_path, BASE + "reference: {dtype: bfloat16, spec: 'off'}\n"))
+    assert ref.id == "dtype-bfloat16.spec-off"
+
+
+def test_exclusions(tmp_path):
+    _, cells, _ = load_matrix(write(tmp_path, BASE + "exclude:\n  - {dtype: bfloat16, spec: [on]}\n"))
+    assert "dtype-bfloat16.spec-on" not in [c.id for c in cells] and len(cells) == 3
+
+
+BAD = [
+    # (name, matrix text, substrings the one message must contain)
+    ("malformed yaml", BASE + "  bad: [unclosed\n", ["m.yaml:", "malformed YAML"]),
+    ("duplicate key", BASE + "name: again\n", ["m.yaml", "malformed YAML", "duplicate key"]),
+    ("unknown top key", BASE + "referenc: dtype-float32.spec-off\n",
+     ["m.yaml:12:", "referenc", "did you mean 'reference'"]),
+    ("unknown nested key", BASE.replace("{args: {--dtype: bfloat16}}", "{argz: {--dtype: bfloat16}}"),
+     ["m.yaml:8:", "axes.dtype.bfloat16.argz", "did you mean 'args'"]),
+    ("misspelt timeout", BASE + "timeouts: {startup: 5}\n", ["timeouts.startup", "did you mean 'startup_s'"]),
+    ("wrong type", BASE + "timeouts: {startup_s: soon}\n", ["m.yaml:12:", "timeouts.startup_s", "number", '"soon"']),
+    ("negative timeout", BASE + "timeouts: {startup_s: -1}\n", ["timeouts.startup_s", "greater than 0"]),
+    ("unknown engine", BASE.replace("engine: vllm", "engine: vlm"), ["m.yaml:2:", "engine", "'sglang', 'vllm' or 'external'"]),
+    ("missing model", BASE.replace("model: some/model\n", ""), ["model", "required key is missing"]),
+    ("reference not a cell", BASE + "reference: {dtype: float16}\n",
+     ["reference.dtype", "unknown value 'float16'", "did you mean"]),
+    ("reference excluded", BASE + "exclude: [{spec: 'on'}]\nreference: {dtype: float32, spec: 'on'}\n",
+     ["reference", "excluded"]),
+    ("reference unknown id", BASE + "reference: dtype-float32.spec-of\n", ["reference", "dtype-float32.spec-off"]),
+    ("empty matrix", BASE + "exclude: [{dtype: [float32, bfloat16]}]\n", ["no cells", "excluded"]),
+    ("exclude unknown axis", BASE + "exclude: [{dtyp: float32}]\n", ["exclude[0]", "unknown axis 'dtyp'", "did you mean 'dtype'"]),
+    ("axis with no values", BASE + "  empty: {}\n", ["axes.empty", "at least one value"]),
+    ("bad axis name", BASE + "  'a.b': {x: {}}\n", ["axes.a.b", "pattern"]),
+    ("flag without dashes", BASE.replace("--max-model-len", "max-model-len"), ["args", "'--max-model-len'"]),
+    ("env boolean", BASE + "env: {HF_HUB_OFFLINE: true}\n", ["env.HF_HUB_OFFLINE", "quote true/false"]),
+    ("conflicting axes", BASE.replace("on: {args: {--speculative-config: {method: ngram}}}",
+                                      "on: {args: {--dtype: float16}}"), ["cell dtype-float32.spec-on", "--dtype"]),
+    ("external without url", "name: t\nengine: external\nmodel: m\n", ["base_url", "external"]),
+    ("base_url on launched engine", BASE + "base_url: http://x/v1\n", ["base_url", "only engine 'external'"]),
+    ("top level not a mapping", "- a\n- b\n", ["expected a mapping"]),
+]
+
+
+@pytest.mark.parametrize("name,text,expected", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_gets_one_clear_message(tmp_path, name, text, expected):
+    message = load_error(tmp_path, text)
+    for part in expected:
+        assert part in message, f"{part!r} not in {message!r}"
+
+
+def test_missing_file(tmp_path):
+    assert "no such matrix file" in load_error_path(tmp_path / "nope.yaml")
+
+
+def load_error_path(path: Path) -> str:
+    with pytest.raises(SpecError) as info:
+        load_matrix(path)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_cli_exits_2_with_the_message_and_launches_nothing(tmp_path, capsys, command):
+    path = write(tmp_path, BASE + "referenc: x\n")
+    argv = [command, "--matrix", str(path)] + (["--out", str(tmp_path / "out")] if command == "run" else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evalharness: error: ") and "did you mean 'reference'" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_validate_lists_cells(tmp_path, capsys):
+    assert main(["validate", "--matrix", str(write(tmp_path, BASE))]) == 0
+    out = capsys.readouterr().out
+    assert "4 cells" in out and "dtype-bfloat16.spec-on" in out and '{"method":"ngram"}' in out
