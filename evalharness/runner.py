@@ -45,7 +45,7 @@ UNIMPLEMENTED_SECTIONS = ("probes", "quality", "throughput", "gate")
 
 
 class Interrupted(Exception):
-    """The harness received SIGTERM (SIGINT arrives as KeyboardInterrupt)."""
+    """The harness received SIGINT, SIGTERM or SIGHUP."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
@@ -56,25 +56,50 @@ class RunError(Exception):
     """The run cannot start: its output folder is unusable or holds another run."""
 
 
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    def handler(signum: int, frame: object) -> None:
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _Interrupts:
+    """Turns SIGINT, SIGTERM and SIGHUP into Interrupted, except while deferred (teardown, the final save): then the
+    signal is remembered and raised afterwards, so a second Ctrl-C cannot cut a teardown short and leave an engine
+    behind. A flag, not a signal mask: Python runs handlers in the main thread whichever thread the kernel picked."""
+
+    def __init__(self) -> None:
+        self.deferring = 0
+        self.pending: int | None = None
+
+    def handler(self, signum: int, frame: object) -> None:
+        if self.deferring:
+            self.pending = self.pending or signum
+            return
         raise Interrupted(signum)
 
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        # Installed explicitly for SIGINT too: a harness started in the background of a non-interactive shell (as in
+        # CI) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+        previous = {sig: signal.signal(sig, self.handler) for sig in INTERRUPTS}
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        self.deferring += 1
+        try:
+            yield
+        finally:
+            self.deferring -= 1
+
+    def raise_pending(self) -> None:
+        if self.pending is not None and not self.deferring:
+            signum, self.pending = self.pending, None
+            raise Interrupted(signum)
 
 
-def _block_signals() -> None:
-    # Once teardown starts, a second Ctrl-C must not cut it short and leave an engine behind.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-
-
-def _unblock_signals() -> None:
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+INTERRUPT = _Interrupts()
 
 
 def _read_log(path: Path) -> str:
@@ -189,17 +214,14 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
     plan = engine.launch_plan(matrix, cell, port, str(run_dir.resolve()))
     state = CellRun(cell, plan, run_dir)
     state.cell_dir.mkdir(parents=True, exist_ok=True)
-    interrupted = False
     try:
         _serve(matrix, engine, state, progress)
     except (KeyboardInterrupt, Interrupted):
-        interrupted = True
         raise
     except Exception as exc:  # a bug or an unexpected answer inside one cell must not lose the others
         state.status, state.reason = "error", f"{type(exc).__name__}: {exc} (in phase {state.phase})"
     finally:
-        _block_signals()
-        try:
+        with INTERRUPT.deferred():
             if state.server is not None:
                 progress.phase("teardown")
                 torn = state.server.stop(matrix.timeouts.teardown_grace_s)
@@ -208,9 +230,7 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
                     progress.message(f"[bold red]engine processes left behind after teardown: {torn.leftover}[/]")
                     state.status = "error"
                     state.reason = f"{state.reason or state.status}; engine processes left behind: {torn.leftover}"
-        finally:
-            if not interrupted:
-                _unblock_signals()
+    INTERRUPT.raise_pending()  # a signal that came during teardown: the cell is not finished, do not record it
     return state.result(engine)
 
 
@@ -284,24 +304,27 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
     progress = progress or Progress(total=len(cells))
     done_before = len(cells) - len(pending)
     exit_status = 0
-    try:
-        with _sigterm_raises():
+    with INTERRUPT.installed():
+        try:
             for offset, cell in enumerate(pending):
                 progress.cell(done_before + offset + 1, cell.id)
                 result = run_cell(matrix, cell, engine, out_dir, progress)
-                if result.status == "ok" and result.resolved.get("version") and not run.meta.engine_version:
-                    run.meta.engine_version = str(result.resolved["version"])
-                run.cells[cell.id] = result
+                with INTERRUPT.deferred():
+                    if result.status == "ok" and result.resolved.get("version") and not run.meta.engine_version:
+                        run.meta.engine_version = str(result.resolved["version"])
+                    run.cells[cell.id] = result
+                    write_outputs(run, out_dir)
+                    progress.finished(cell.id, result.status, result.reason or "")
+                INTERRUPT.raise_pending()
+            run.complete = True
+        except (KeyboardInterrupt, Interrupted) as exc:
+            with INTERRUPT.deferred():  # from here to the exit nothing may interrupt the save
+                run.interrupted = True
+                exit_status = 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
+                progress.message(f"interrupted ({exc or 'SIGINT'}): saved {len(run.cells)} finished cells; "
+                                 "--resume finishes the run")
+        finally:
+            with INTERRUPT.deferred():
                 write_outputs(run, out_dir)
-                progress.finished(cell.id, result.status, result.reason or "")
-        run.complete = True
-        run.interrupted = False
-    except (KeyboardInterrupt, Interrupted) as exc:
-        _block_signals()  # stay blocked until we exit: the interrupted cell is torn down, now save
-        run.interrupted = True
-        exit_status = 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
-        progress.message(f"interrupted ({exc or 'SIGINT'}): saved {len(run.cells)} finished cells; --resume finishes the run")
-    finally:
-        write_outputs(run, out_dir)
-        progress.close()
+                progress.close()
     return run, exit_status

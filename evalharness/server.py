@@ -2,9 +2,12 @@
 
 Engines spawn children (vLLM's EngineCore and workers, SGLang's scheduler and detokenizer) and some of them leave the
 process group or outlive their parent (sglang#23627: a scheduler holding 100 GB of GPU memory after the launcher died).
-So teardown does three things: SIGTERM then SIGKILL to the process group; SIGKILL to every descendant seen while the
-server ran; SIGKILL to every process that carries this server's marker in its environment (children inherit it, even
-the ones that detached before we ever saw them). Then it checks that none is left and says so.
+So teardown does three things: SIGTERM then SIGKILL to the process group; then SIGKILL to every straggler of the family,
+which is every process created since the launch that was seen as a descendant while the server ran (a watcher thread
+looks every second), or is still in the server's session or process group, or descends from one of those, or carries
+this server's marker in its environment (inherited even by children that detached before anyone saw them; not
+reliable alone, because setproctitle, which vLLM and SGLang use to rename workers, can clobber /proc/PID/environ).
+Then it checks that none is left and says so.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -87,6 +91,9 @@ class ServerProcess:
         self.popen: subprocess.Popen[bytes] | None = None
         self.started_at: float | None = None
         self._seen: dict[int, psutil.Process] = {}
+        self._seen_lock = threading.Lock()
+        self._watching = threading.Event()
+        self._launched_wall = 0.0
         self._stopped: Teardown | None = None
 
     @property
@@ -113,17 +120,61 @@ class ServerProcess:
             log.close()  # the child holds its own descriptor
         self.started_at = time.monotonic()
         self._remember_descendants()
+        self._watching.set()
+        threading.Thread(target=self._watch, name=f"watch-{self.popen.pid}", daemon=True).start()
+
+    def _watch(self) -> None:
+        # Children come and go during every phase (quality and load can last an hour): keep the list current.
+        while self._watching.is_set():
+            self._remember_descendants()
+            time.sleep(1.0)
 
     def _remember_descendants(self) -> None:
         if not self.popen:
             return
         try:
             root = psutil.Process(self.popen.pid)
+            if not self._launched_wall:
+                self._launched_wall = root.create_time()
             family = [root, *root.children(recursive=True)]
         except psutil.NoSuchProcess:
             return
-        for proc in family:
-            self._seen.setdefault(proc.pid, proc)
+        with self._seen_lock:
+            for proc in family:
+                self._seen.setdefault(proc.pid, proc)
+
+    def _stragglers(self) -> dict[int, psutil.Process]:
+        """Live members of this server's family (see the module docstring), the harness itself excluded."""
+        assert self.popen is not None
+        leader = self.popen.pid
+        with self._seen_lock:
+            family = {pid: p for pid, p in self._seen.items() if _alive(p)}
+        parents: dict[int, int] = {}
+        candidates: dict[int, psutil.Process] = {}
+        for proc in psutil.process_iter(["ppid"]):
+            if proc.pid == os.getpid():
+                continue
+            try:
+                # pids are reused: a process older than the launch is never ours
+                if self._launched_wall and proc.create_time() < self._launched_wall - 1:
+                    continue
+                parents[proc.pid] = proc.info["ppid"]
+                candidates[proc.pid] = proc
+                if proc.pid in family:
+                    continue
+                if os.getsid(proc.pid) == leader or os.getpgid(proc.pid) == leader:
+                    family[proc.pid] = proc
+                elif proc.environ().get(MARKER_ENV) == self.marker:
+                    family[proc.pid] = proc
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ProcessLookupError, OSError):
+                continue
+        for pid, proc in candidates.items():
+            ancestor, hops = parents.get(pid), 0
+            while ancestor and ancestor not in family and hops < 64:
+                ancestor, hops = parents.get(ancestor), hops + 1
+            if ancestor in family and _alive(proc):
+                family[pid] = proc
+        return {pid: p for pid, p in family.items() if _alive(p)}
 
     def poll(self) -> int | None:
         """The launcher's return code if it has exited, else None."""
@@ -157,6 +208,7 @@ class ServerProcess:
         if self.popen is None:
             self._stopped = teardown
             return teardown
+        self._watching.clear()
         self._remember_descendants()
         pgid = self.popen.pid  # start_new_session made the launcher the group leader
         if self._signal_group(pgid, signal.SIGTERM):
@@ -171,8 +223,7 @@ class ServerProcess:
             self.popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        stragglers = {p.pid: p for p in self._seen.values() if _alive(p)}
-        stragglers.update({p.pid: p for p in processes_with_marker(self.marker)})
+        stragglers = self._stragglers()
         for proc in stragglers.values():
             try:
                 proc.kill()
@@ -180,15 +231,14 @@ class ServerProcess:
             except psutil.NoSuchProcess:
                 pass
         psutil.wait_procs(list(stragglers.values()), timeout=10)
-        teardown.leftover = sorted(
-            {p.pid for p in self._seen.values() if _alive(p)} | {p.pid for p in processes_with_marker(self.marker)}
-        )
+        teardown.leftover = sorted(self._stragglers())
         teardown.seconds = time.monotonic() - begin
         self._stopped = teardown
         return teardown
 
     def _family_alive(self) -> bool:
-        return any(_alive(p) for p in self._seen.values())
+        with self._seen_lock:
+            return any(_alive(p) for p in self._seen.values())
 
     @staticmethod
     def _signal_group(pgid: int, sig: signal.Signals) -> bool:

@@ -48,11 +48,15 @@ timeouts: {{startup_s: {startup_s}, teardown_grace_s: 20}}
 
 
 def engine_processes() -> list[psutil.Process]:
-    """Every process launched by any evalharness server (they all carry the marker variable)."""
+    """Every live engine process on this machine: launched by an evalharness server (the marker variable; vLLM's
+    renamed workers can hide it, see server.py), renamed VLLM::*, or serving the test model."""
     found = []
-    for proc in psutil.process_iter(["pid"]):
+    for proc in psutil.process_iter(["pid", "name"]):
         try:
-            if MARKER_ENV in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if (proc.info["name"] or "").startswith("VLLM::") or MARKER_ENV in proc.environ() \
+                    or str(MODEL) in " ".join(proc.cmdline()):
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
