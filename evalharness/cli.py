@@ -1,4 +1,4 @@
-"""The command line: run, validate, report. Bad input exits 2 with one clear message; nothing else lives here."""
+"""The command line: run, validate, report, detect. Bad input exits 2 with one clear message; nothing else lives here."""
 
 from __future__ import annotations
 
@@ -72,6 +72,46 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_detect(args: argparse.Namespace) -> int:
+    import json
+
+    from pydantic import ValidationError
+
+    from evalharness.detectors import Sample, judge
+
+    path = Path(args.file)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        return _fail(f"{path}: cannot read: {exc}")
+    samples = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            return _fail(f"{path}:{number}: not a JSON object; each line needs at least {{\"output\": \"...\"}}")
+        try:
+            samples.append((number, Sample.model_validate({k: v for k, v in data.items() if k in Sample.model_fields})))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            return _fail(f"{path}:{number}: {'.'.join(map(str, first['loc']))}: {first['msg']}")
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for number, sample in samples:
+            verdict = judge(sample)
+            record = {"line": number, "garbage": verdict.garbage,
+                      "detectors": [f.model_dump() for f in verdict.findings]}
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evalharness", description=__doc__)
     parser.add_argument("--version", action="version", version=f"evalharness {__version__}")
@@ -86,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check a matrix and list its cells without launching anything")
     validate.add_argument("--matrix", required=True)
     validate.set_defaults(func=cmd_validate)
+
+    detect = sub.add_parser("detect", help="run the garbage detectors on a JSONL file of outputs")
+    detect.add_argument("file", help="JSONL: one object per line with 'output' (and optionally 'prompt', "
+                                     "'finish_reason', 'expect_stop', 'reference_output')")
+    detect.add_argument("-o", "--output", help="write the JSON lines here instead of stdout")
+    detect.set_defaults(func=cmd_detect)
 
     report = sub.add_parser("report", help="re-render report.md from a run folder's results.json")
     report.add_argument("dir")
