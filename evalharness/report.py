@@ -60,28 +60,69 @@ def render_markdown(run: RunResult) -> str:
         f"({meta.machine.get('cpus', '?')} CPUs, {meta.machine.get('memory_gib', '?')} GiB)."
     )
     parts += ["", "## Cells", ""]
+    tasks = _task_names(run)
     rows = []
     for cid in run.cell_order:
         cell = run.cells.get(cid)
         name = f"`{cid}`" + (" (reference)" if cid == run.reference else "")
         if cell is None:
-            rows.append([name, "not run", "", "", "", ""])
+            rows.append([name, "not run", *([""] * (5 + len(tasks)))])
             continue
+        scores = {t.task: t for t in cell.quality}
         rows.append([
             name,
             f"**{cell.status}**" if cell.status != "ok" else "ok",
             md_text(cell.phase),
             _seconds(cell.startup_s),
+            f"{cell.probes.flagged}/{cell.probes.total}" if cell.probes else "",
+            *(_score(scores.get(task)) for task in tasks),
             md_text(cell.reason or ""),
             md_text("; ".join(_known_warnings(cell))),
         ])
-    parts.append(_table(["cell", "status", "phase", "startup s", "reason", "warnings"], rows))
-    parts += ["", *_differences_section(run)]
+    header = ["cell", "status", "phase", "startup s", "garbage probes", *(md_text(t) for t in tasks), "reason", "warnings"]
+    parts.append(_table(header, rows))
+    if tasks:
+        parts += ["", "Scores are the task's headline metric (exact match, or accuracy for multiple choice) "
+                      "± its standard error, from lm-eval's per-sample records in `cells/<id>/quality/<task>/`."]
+    parts += ["", *_garbage_section(run), *_differences_section(run)]
     parts += _warnings_section(run)
     parts += _crashes_section(run)
     for note in run.notes:
         parts += [f"> {md_text(note, 1000)}", ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _task_names(run: RunResult) -> list[str]:
+    names: list[str] = []
+    for cid in run.cell_order:
+        for task in (run.cells[cid].quality if cid in run.cells else []):
+            if task.task not in names:
+                names.append(task.task)
+    return names
+
+
+def _score(task) -> str:
+    if task is None:
+        return ""
+    if task.error or task.value is None:
+        return "failed"
+    text = f"{task.value:.3f}"
+    return text + (f" ± {task.stderr:.3f}" if task.stderr is not None else "")
+
+
+def _garbage_section(run: RunResult) -> list[str]:
+    cells = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status == "garbage"]
+    if not cells:
+        return []
+    out = ["## Garbage", ""]
+    for cell in cells:
+        assert cell.probes is not None
+        out += [f"### `{cell.id}`", "", md_text(cell.probes.reason, 500) + ".", ""]
+        for sample in cell.probes.offending[:2]:
+            fired = ", ".join(f"{f['detector']} ({f['evidence']})" for f in sample.findings)
+            out += [f"Prompt {md_text(sample.id)}: {md_text(sample.prompt, 120)}", "",
+                    f"Detectors: {md_text(fired, 400)}", "", code_block(sample.output[:600]), ""]
+    return out
 
 
 def _differences_section(run: RunResult) -> list[str]:

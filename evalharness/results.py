@@ -22,6 +22,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from evalharness.logscan import CrashReason, LogWarning
+from evalharness.probes import ProbeSummary
+from evalharness.quality import TaskScore
 
 SCHEMA_VERSION = 1
 Status = Literal["ok", "crashed", "garbage", "timeout", "error"]
@@ -52,6 +54,8 @@ class CellResult(BaseModel):
     warnings: list[LogWarning] = []
     startup_s: float | None = None
     resolved: dict[str, Any] = {}
+    probes: ProbeSummary | None = None
+    quality: list[TaskScore] = []
     log: str | None = Field(None, description="the server log, relative to the run folder")
     teardown: TeardownRecord | None = None
     started_at: str

@@ -19,7 +19,9 @@ import httpx
 from evalharness import __version__
 from evalharness.engines import ENGINES, Engine, LaunchPlan
 from evalharness.logscan import classify_crash, extract_warnings
+from evalharness.probes import DEFAULT_PROBES, ProbeError, ProbeSummary, ask_all, judge_outputs, load_probes, reference_outputs, save_outputs
 from evalharness.progress import Progress
+from evalharness.quality import SHIPPED_TASKS, ServerDied, TaskScore, run_quality
 from evalharness.report import render_markdown
 from evalharness.results import (
     CellResult,
@@ -41,7 +43,7 @@ from evalharness.results import (
 from evalharness.server import LaunchError, ServerProcess, free_port
 from evalharness.spec import Cell, Matrix
 
-UNIMPLEMENTED_SECTIONS = ("probes", "quality", "throughput", "gate")
+UNIMPLEMENTED_SECTIONS = ("throughput", "gate")
 
 
 class Interrupted(Exception):
@@ -139,6 +141,8 @@ class CellRun:
         self.resolved: dict = {}
         self.teardown: TeardownRecord | None = None
         self.server: ServerProcess | None = None
+        self.probes: ProbeSummary | None = None
+        self.quality: list[TaskScore] = []
         self.started_at = now_iso()
         self.begin = time.monotonic()
 
@@ -158,6 +162,8 @@ class CellRun:
             warnings=extract_warnings(log_text, engine.log_rules),
             startup_s=self.startup_s,
             resolved=self.resolved,
+            probes=self.probes,
+            quality=self.quality,
             log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,
             teardown=self.teardown,
             started_at=self.started_at,
@@ -166,7 +172,7 @@ class CellRun:
         )
 
 
-def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress) -> ServerProcess | None:
+def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, reference_id: str) -> ServerProcess | None:
     """The phases of one cell, recording into `state`; returns the server so the caller can always tear it down."""
     plan = state.plan
     if engine.name == "external":
@@ -203,11 +209,60 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress) -
     state.phase = "resolve"
     with httpx.Client(timeout=10.0) as client:
         state.resolved = engine.resolved_config(client, plan, _read_log(state.log_path))
-    state.phase, state.status = "done", "ok"
+    state.status = "ok"
+    alive = (lambda: server.poll() is None) if server is not None else (lambda: True)
+    if matrix.probes.enabled:
+        _probe_phase(matrix, state, progress, reference_id, alive)
+        if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
+            return server
+    if matrix.quality is not None:
+        _quality_phase(matrix, state, progress, alive)
+    state.phase = "done"
     return server
 
 
-def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress: Progress) -> CellResult:
+def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id: str, alive) -> None:
+    progress.phase("probes")
+    state.phase = "probes"
+    probe_set = load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
+    begin = time.monotonic()
+    outputs = ask_all(state.plan.base_url, state.plan.served_model_name, probe_set, matrix.probes.max_tokens,
+                      matrix.timeouts.request_s, matrix.probes.concurrency)
+    if not alive():
+        raise ServerDied("the server exited during the probes")
+    reference = {} if state.cell.id == reference_id else reference_outputs(
+        state.run_dir / "cells" / reference_id / "probes.jsonl")
+    summary = judge_outputs(outputs, probe_set, reference, matrix.probes.garbage_min_share,
+                            matrix.probes.garbage_min_excess, time.monotonic() - begin)
+    save_outputs(state.cell_dir / "probes.jsonl", outputs)
+    state.probes = summary
+    if summary.total == 0:
+        raise RuntimeError(f"every probe request failed: {outputs[0].error}")
+    if summary.garbage:
+        state.status, state.reason = "garbage", summary.reason
+
+
+def _quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) -> None:
+    quality = matrix.quality
+    assert quality is not None
+    progress.phase("quality")
+    state.phase = "quality"
+    run_quality(
+        quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
+        include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
+        include_defaults=quality.include_defaults, api=quality.api, concurrency=quality.concurrency,
+        limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
+        retries=quality.retries, done=state.quality,
+    )
+    failed = [t.task for t in state.quality if t.error]
+    if failed and state.status == "ok":
+        if len(failed) == len(state.quality):
+            state.status = "error"
+        state.reason = f"quality tasks failed after retries: {', '.join(failed)}"
+
+
+def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress: Progress,
+             reference_id: str) -> CellResult:
     """Serve one cell and record what happened. Never raises for the cell's own failures; re-raises interrupts after
     tearing the server down."""
     port = free_port(matrix.host) if engine.name != "external" else 0
@@ -215,11 +270,17 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
     state = CellRun(cell, plan, run_dir)
     state.cell_dir.mkdir(parents=True, exist_ok=True)
     try:
-        _serve(matrix, engine, state, progress)
+        _serve(matrix, engine, state, progress, reference_id)
     except (KeyboardInterrupt, Interrupted):
         raise
     except Exception as exc:  # a bug or an unexpected answer inside one cell must not lose the others
-        state.status, state.reason = "error", f"{type(exc).__name__}: {exc} (in phase {state.phase})"
+        if state.server is not None and state.server.poll() is not None:
+            # the engine died under us: that is a crash of this configuration, classified from its log
+            crash = classify_crash(_read_log(state.log_path), engine.log_rules)
+            state.status, state.crash = "crashed", crash
+            state.reason = f"died during {state.phase}: {crash.kind}: {crash.line} (exit code {state.server.poll()})"
+        else:
+            state.status, state.reason = "error", f"{type(exc).__name__}: {exc} (in phase {state.phase})"
     finally:
         with INTERRUPT.deferred():
             if state.server is not None:
@@ -298,9 +359,15 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
     unused = [name for name in UNIMPLEMENTED_SECTIONS if getattr(matrix, name) is not None]
     if unused:
         run.notes.append(f"Sections validated but not run by this version of evalharness: {', '.join(unused)}.")
+    if matrix.probes.enabled:
+        try:
+            load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
+        except ProbeError as exc:
+            raise RunError(str(exc)) from None
     write_outputs(run, out_dir)
     engine = ENGINES[matrix.engine]
-    pending = [c for c in cells if c.id not in run.cells]
+    # the reference runs first: every other cell's probes (and later, drift) are judged against it
+    pending = sorted((c for c in cells if c.id not in run.cells), key=lambda c: c.id != reference.id)
     progress = progress or Progress(total=len(cells))
     done_before = len(cells) - len(pending)
     exit_status = 0
@@ -308,7 +375,7 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
         try:
             for offset, cell in enumerate(pending):
                 progress.cell(done_before + offset + 1, cell.id)
-                result = run_cell(matrix, cell, engine, out_dir, progress)
+                result = run_cell(matrix, cell, engine, out_dir, progress, reference.id)
                 with INTERRUPT.deferred():
                     if result.status == "ok" and result.resolved.get("version") and not run.meta.engine_version:
                         run.meta.engine_version = str(result.resolved["version"])

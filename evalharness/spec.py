@@ -77,20 +77,28 @@ class Timeouts(_Strict):
 
 
 class ProbesSection(_Strict):
-    """Garbage probes (filled by the probes phase)."""
+    """Garbage probes: run first in every cell (on by default), greedy, through the chat endpoint."""
 
     enabled: bool = True
-    prompts: str | None = None
+    prompts: str | None = Field(None, description="JSONL of probes; default tasks/probes/default.jsonl")
     max_tokens: int = Field(64, gt=0)
+    concurrency: int = Field(4, gt=0)
+    garbage_min_share: float = Field(0.5, gt=0, le=1, description="share of marked probe outputs that makes garbage")
+    garbage_min_excess: float = Field(0.3, ge=0, le=1, description="...and by how much it must exceed the reference's")
     run_costly_phases_on_garbage: bool = False
 
 
 class QualitySection(_Strict):
-    """Quality tasks through the endpoint (filled by the quality phase)."""
+    """Quality tasks (lm-eval) through the endpoint, one task at a time, per-sample records kept."""
 
-    tasks: list[str] = Field(default_factory=list)
+    tasks: list[str] = Field(min_length=1)
+    include_path: str | None = Field(None, description="folder of task YAMLs; default the shipped tasks/lm_eval")
+    include_defaults: bool = Field(False, description="also index lm-eval's built-in tasks (gsm8k, ...; slower)")
+    api: Literal["completions", "chat"] = "completions"
     limit: int | None = Field(None, gt=0)
     concurrency: int = Field(4, gt=0)
+    retries: int = Field(2, ge=0, description="reruns of a failed task (its request cache resumes it)")
+    task_timeout_s: float = Field(3600.0, gt=0)
     max_error_rate: float = Field(0.05, ge=0, le=1)
 
 
@@ -144,7 +152,7 @@ class Matrix(_Strict):
     exclude: list[dict[str, Union[str, list[str]]]] = Field(default_factory=list)
     reference: Union[str, dict[str, str], None] = None
     timeouts: Timeouts = Field(default_factory=Timeouts)
-    probes: ProbesSection | None = None
+    probes: ProbesSection = Field(default_factory=ProbesSection)
     quality: QualitySection | None = None
     throughput: ThroughputSection | None = None
     gate: GateSection | None = None
@@ -407,6 +415,12 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     except ValidationError as exc:
         raise SpecError(format_validation_error(path, tree, exc)) from None
     updates: dict[str, Any] = {"model": _resolve_relative(matrix.model, path.parent)}
+    if matrix.probes.prompts:
+        updates["probes"] = matrix.probes.model_copy(
+            update={"prompts": _resolve_relative(matrix.probes.prompts, path.parent)})
+    if matrix.quality and matrix.quality.include_path:
+        updates["quality"] = matrix.quality.model_copy(
+            update={"include_path": _resolve_relative(matrix.quality.include_path, path.parent)})
     if matrix.command:
         updates["command"] = [_resolve_relative(matrix.command[0], path.parent), *matrix.command[1:]]
     matrix = matrix.model_copy(update=updates)

@@ -38,7 +38,7 @@ engine: vllm
 model: {engine['model']}
 served_model_name: smollm2
 command: [{engine['python']}, -m, vllm.entrypoints.openai.api_server]
-args: {{--max-model-len: 1024, --enforce-eager: true}}
+args: {{--max-model-len: 1024, --enforce-eager: true, --enable-tokenizer-info-endpoint: true}}
 env: {{VLLM_CPU_KVCACHE_SPACE: 1, HF_HUB_OFFLINE: 1}}
 axes:
   cell:

@@ -1,5 +1,5 @@
 """`evalharness run` end to end on the real engine: a ready reference, a ready cell that differs, a cell that crashes
-at startup; results, report, resume, and no engine process left behind."""
+at startup, a cell that serves garbage; probes, quality scores, results, report, resume, and no engine process left."""
 
 import json
 
@@ -18,7 +18,8 @@ def finished_run(engine, tmp_path_factory):
         "f32": "{args: {--dtype: float32}}",
         "bf16": "{args: {--dtype: bfloat16}}",
         "fp8": "{args: {--dtype: bfloat16, --quantization: fp8}}",
-    }))
+        "rope": "{args: {--dtype: bfloat16, --hf-overrides: {rope_parameters: {rope_theta: 10.0, rope_type: default}}}}",
+    }, extra="quality: {tasks: [eh_copy, eh_choice], limit: 20}\n"))
     out = folder / "out"
     proc = run_harness("run", "--matrix", str(matrix), "--out", str(out))
     return matrix, out, proc
@@ -46,6 +47,25 @@ def test_every_cell_is_classified_and_nothing_is_left(finished_run):
     assert results["meta"]["engine_version"] == "0.32.0" and results["meta"]["machine"]["cpus"] >= 1
 
 
+def test_garbage_cell_is_caught_by_probes_and_skips_quality(finished_run):
+    _, out, _ = finished_run
+    cells = json.loads((out / "results.json").read_text())["cells"]
+    rope = cells["cell-rope"]
+    assert rope["status"] == "garbage" and rope["phase"] == "probes" and rope["quality"] == []
+    assert rope["probes"]["flagged"] >= rope["probes"]["total"] / 2 and rope["probes"]["seconds"] < 60
+    assert rope["probes"]["offending"] and rope["probes"]["offending"][0]["findings"]
+    for cid in ("cell-f32", "cell-bf16"):
+        probes = cells[cid]["probes"]
+        assert probes["garbage"] is False and probes["total"] == 12 and probes["errors"] == 0
+        scores = {t["task"]: t for t in cells[cid]["quality"]}
+        assert scores["eh_copy"]["value"] >= 0.8 and scores["eh_copy"]["n"] == 20
+        assert scores["eh_choice"]["value"] >= 0.6 and scores["eh_choice"]["metric"] == "acc,none"
+        assert scores["eh_choice"]["version"] == 1.0
+        samples = (out / scores["eh_choice"]["samples"]).read_text().splitlines()
+        assert len(samples) == 20 and json.loads(samples[0])["doc_hash"]
+    assert (out / "cells" / "cell-rope" / "probes.jsonl").exists()
+
+
 def test_report_shows_status_reason_and_differences(finished_run):
     _, out, _ = finished_run
     report = (out / "report.md").read_text()
@@ -53,6 +73,7 @@ def test_report_shows_status_reason_and_differences(finished_run):
     assert "| `cell-fp8` | **crashed** | startup |" in report and "static\\_scaled\\_fp8\\_quant" in report
     assert "| engine.dtype | torch.float32 | torch.bfloat16 | asked |" in report
     assert "Kind **unsupported\\_kernel**" in report
+    assert "## Garbage" in report and "### `cell-rope`" in report
 
 
 def test_resume_skips_finished_cells_and_changes_nothing(finished_run):
