@@ -1,8 +1,8 @@
 """Runs one lm-eval task against one endpoint, in its own process, and writes what the harness reads back.
 
 Usage: python -m evalharness._lmeval_worker SPEC.json
-SPEC: {task, include_path, base_url, model, api ("completions" | "chat"), concurrency, max_retries, timeout_s,
-       limit, max_gen_toks, out_dir, cache}
+SPEC: {task, include_path, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("remote" |
+       "none"), concurrency, max_retries, timeout_s, limit, max_gen_toks, out_dir, cache}
 Writes OUT_DIR/summary.json ({task, version, metrics, n_samples, ...}) and OUT_DIR/samples.jsonl (one line per
 document: doc_id, doc_hash, prompt_hash, target, filtered response, per-sample metrics). Runs in a subprocess because
 lm-eval aborts a whole evaluation when one request keeps failing, and a hung request must be killable.
@@ -49,7 +49,7 @@ def main(spec_path: str) -> int:
         "timeout": int(spec.get("timeout_s", 300)),
         "max_gen_toks": spec.get("max_gen_toks", 256),
         # the engine's own tokenizer through its /tokenize endpoint: no hub download, same tokens as the server
-        "tokenizer_backend": "none" if chat else "remote",
+        "tokenizer_backend": "none" if chat else spec.get("tokenizer", "remote"),
         "tokenized_requests": False,
     }
     results = simple_evaluate(

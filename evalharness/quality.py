@@ -102,12 +102,13 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
 
 def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run_dir: Path,
                 server_alive: Callable[[], bool], *, include_path: str | None, include_defaults: bool, api: str,
+                tokenizer: str,
                 concurrency: int, limit: int | None, request_timeout_s: float, task_timeout_s: float,
                 retries: int, done: list[TaskScore]) -> QualitySummary:
     """Every task in order; each finished task is appended to `done` at once, so a crash keeps what was finished."""
     begin = time.monotonic()
     spec = {"include_path": include_path, "include_defaults": include_defaults, "base_url": base_url,
-            "model": model, "api": api, "concurrency": concurrency, "limit": limit, "timeout_s": request_timeout_s,
+            "model": model, "api": api, "tokenizer": tokenizer, "concurrency": concurrency, "limit": limit, "timeout_s": request_timeout_s,
             "max_retries": 5}
     for task in tasks:
         done.append(run_task(task, spec, cell_dir / "quality" / task, run_dir, server_alive, retries, task_timeout_s))

@@ -250,7 +250,7 @@ def _quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) ->
     run_quality(
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
         include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
-        include_defaults=quality.include_defaults, api=quality.api, concurrency=quality.concurrency,
+        include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=quality.concurrency,
         limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
         retries=quality.retries, done=state.quality,
     )

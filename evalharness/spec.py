@@ -95,6 +95,9 @@ class QualitySection(_Strict):
     include_path: str | None = Field(None, description="folder of task YAMLs; default the shipped tasks/lm_eval")
     include_defaults: bool = Field(False, description="also index lm-eval's built-in tasks (gsm8k, ...; slower)")
     api: Literal["completions", "chat"] = "completions"
+    tokenizer: Literal["remote", "none"] = Field(
+        "remote", description="remote: the engine's /tokenize and /tokenizer_info (loglikelihood tasks need it; vLLM "
+        "needs --enable-tokenizer-info-endpoint); none: generation tasks only")
     limit: int | None = Field(None, gt=0)
     concurrency: int = Field(4, gt=0)
     retries: int = Field(2, ge=0, description="reruns of a failed task (its request cache resumes it)")
