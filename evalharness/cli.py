@@ -17,7 +17,10 @@ def _fail(message: str) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    import shlex
+
     from evalharness.engines import ENGINES, render_args
+    from evalharness.results import mask_argv, mask_env
     from evalharness.spec import SpecError, load_matrix
 
     try:
@@ -26,12 +29,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     print(f"{args.matrix}: matrix {matrix.name!r}, engine {matrix.engine}, {len(cells)} cells, reference {reference.id}")
     engine = ENGINES[matrix.engine]
+    if matrix.engine != "external":
+        example = engine.launch_plan(matrix, reference, port=0, work_dir="OUT")
+        print(f"  launch (reference cell, port chosen at run time): {shlex.join(mask_argv(example.argv))}")
     for cell in cells:
-        plan = engine.launch_plan(matrix, cell, port=0, work_dir="OUT")
-        flags = " ".join(render_args(cell.args)) or "(no flags)"
-        env = " ".join(f"{k}={v}" for k, v in cell.env.items())
+        flags = shlex.join(mask_argv(render_args(cell.args))) or "(no flags)"
+        env = " ".join(f"{k}={v}" for k, v in mask_env(cell.env).items())
         print(f"  {cell.id}{' (reference)' if cell.id == reference.id else ''}: {flags}{'  env: ' + env if env else ''}")
-        del plan
     return 0
 
 

@@ -57,6 +57,17 @@ def render_args(args: dict[str, Any]) -> list[str]:
     return argv
 
 
+def server_plan(matrix: Matrix, cell: Cell, port: int, *, default_command: list[str], model_flag: str,
+                env: dict[str, str], health_path: str) -> LaunchPlan:
+    """The launch plan shared by engines that take `--<model flag> M --host H --port P --served-model-name N`."""
+    served = matrix.served_model_name or matrix.model
+    argv = [*(matrix.command or default_command), model_flag, matrix.model, "--host", matrix.host, "--port", str(port),
+            "--served-model-name", served, *render_args(cell.args)]
+    root = f"http://{matrix.host}:{port}"
+    return LaunchPlan(argv=argv, env=env, root_url=root, base_url=f"{root}/v1", health_path=health_path,
+                      served_model_name=served)
+
+
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     """Nested JSON to 'a.b.c' -> scalar, so two engines' reports can be diffed key by key."""
     if isinstance(data, dict):

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from evalharness.engines._common import LaunchPlan, flatten, get_json, render_args
+from evalharness.engines._common import LaunchPlan, flatten, get_json, server_plan
 from evalharness.logscan import CrashRule, LogRules, WarningRule
 from evalharness.spec import Cell, Matrix
 
@@ -64,28 +64,8 @@ class SglangEngine:
     log_rules = LOG_RULES
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
-        served = matrix.served_model_name or matrix.model
-        argv = [
-            *(matrix.command or DEFAULT_COMMAND),
-            "--model-path",
-            matrix.model,
-            "--host",
-            matrix.host,
-            "--port",
-            str(port),
-            "--served-model-name",
-            served,
-            *render_args(cell.args),
-        ]
-        root = f"http://{matrix.host}:{port}"
-        return LaunchPlan(
-            argv=argv,
-            env=dict(cell.env),
-            root_url=root,
-            base_url=f"{root}/v1",
-            health_path="/health_generate",
-            served_model_name=served,
-        )
+        return server_plan(matrix, cell, port, default_command=DEFAULT_COMMAND, model_flag="--model-path",
+                           env=dict(cell.env), health_path="/health_generate")
 
     def resolved_config(self, client: httpx.Client, plan: LaunchPlan, log_text: str) -> dict[str, Any]:
         info = get_json(client, f"{plan.root_url}/server_info")

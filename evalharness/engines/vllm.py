@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from evalharness.engines._common import LaunchPlan, flatten, get_json, render_args
+from evalharness.engines._common import LaunchPlan, flatten, get_json, server_plan
 from evalharness.logscan import CrashRule, LogRules, WarningRule
 from evalharness.spec import Cell, Matrix
 
@@ -57,25 +57,10 @@ class VllmEngine:
     log_rules = LOG_RULES
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
-        served = matrix.served_model_name or matrix.model
-        argv = [
-            *(matrix.command or DEFAULT_COMMAND),
-            "--model",
-            matrix.model,
-            "--host",
-            matrix.host,
-            "--port",
-            str(port),
-            "--served-model-name",
-            served,
-            *render_args(cell.args),
-        ]
         # Keep vLLM's compile caches inside the run folder unless the matrix says otherwise, and never phone home.
         env = {"VLLM_CACHE_ROOT": f"{work_dir}/.vllm-cache", "VLLM_NO_USAGE_STATS": "1", **cell.env}
-        root = f"http://{matrix.host}:{port}"
-        return LaunchPlan(
-            argv=argv, env=env, root_url=root, base_url=f"{root}/v1", health_path="/health", served_model_name=served
-        )
+        return server_plan(matrix, cell, port, default_command=DEFAULT_COMMAND, model_flag="--model", env=env,
+                           health_path="/health")
 
     def resolved_config(self, client: httpx.Client, plan: LaunchPlan, log_text: str) -> dict[str, Any]:
         resolved: dict[str, Any] = {}
