@@ -1,4 +1,4 @@
-"""The command line: run, validate, report, detect. Bad input exits 2 with one clear message; nothing else lives here."""
+"""The command line: run, validate, report, detect, bench. Bad input exits 2 with one clear message; nothing else lives here."""
 
 from __future__ import annotations
 
@@ -116,6 +116,38 @@ def cmd_detect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from evalharness.load import LoadClient, run_scenario
+    from evalharness.report import THROUGHPUT_HEADER, _table, throughput_rows
+    from evalharness.results import atomic_write_text
+
+    root = args.base_url.rstrip("/").removesuffix("/v1")
+    client = LoadClient(args.base_url, args.model, api=args.api, timeout_s=args.timeout,
+                        ignore_eos=not args.no_ignore_eos, tokenize_url=f"{root}/tokenize")
+    results = []
+    for concurrency in args.concurrency:
+        results.append(run_scenario(client, name=f"c{concurrency}", concurrency=concurrency, request_rate=None,
+                                    input_len=args.input_len, output_len=args.output_len,
+                                    requests=args.requests, duration_s=None, warmup=args.warmup))
+    print(_table(THROUGHPUT_HEADER, throughput_rows(results)))
+    if args.json:
+        import json
+
+        atomic_write_text(Path(args.json), json.dumps([r.model_dump() for r in results], indent=2) + "\n")
+    failed = sum(r.completed == 0 for r in results)
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evalharness", description=__doc__)
     parser.add_argument("--version", action="version", version=f"evalharness {__version__}")
@@ -136,6 +168,20 @@ def build_parser() -> argparse.ArgumentParser:
                                      "'finish_reason', 'expect_stop', 'reference_output')")
     detect.add_argument("-o", "--output", help="write the JSON lines here instead of stdout")
     detect.set_defaults(func=cmd_detect)
+
+    bench = sub.add_parser("bench", help="measure streaming throughput of any OpenAI-compatible endpoint")
+    bench.add_argument("--base-url", required=True, help="as the openai client takes it, e.g. http://127.0.0.1:8000/v1")
+    bench.add_argument("--model", required=True)
+    bench.add_argument("--concurrency", type=_int_list, default=[1], help="comma-separated, e.g. 1,8,32")
+    bench.add_argument("--requests", type=int, default=None, help="measured requests per level (default 4x concurrency, at least 8)")
+    bench.add_argument("--input-len", type=int, default=128)
+    bench.add_argument("--output-len", type=int, default=128)
+    bench.add_argument("--warmup", type=int, default=1)
+    bench.add_argument("--api", choices=["completions", "chat"], default="completions")
+    bench.add_argument("--timeout", type=float, default=300.0, help="per request, seconds")
+    bench.add_argument("--no-ignore-eos", action="store_true", help="let requests stop at EOS")
+    bench.add_argument("--json", help="also write the results here")
+    bench.set_defaults(func=cmd_bench)
 
     report = sub.add_parser("report", help="re-render report.md from a run folder's results.json")
     report.add_argument("dir")

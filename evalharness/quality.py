@@ -69,6 +69,7 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
              retries: int, timeout_s: float) -> TaskScore:
     """One task with retries; raises ServerDied when the server is gone."""
     task_dir.mkdir(parents=True, exist_ok=True)
+    task_dir = task_dir.absolute()  # the worker changes into the tasks folder: relative paths would land there
     spec = {**spec, "task": task, "out_dir": str(task_dir), "cache": str(task_dir / "cache")}
     spec_path = task_dir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2))
@@ -91,8 +92,13 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
             return TaskScore(task=task, version=summary.get("version"), metric=metric, value=value, stderr=stderr,
                              n=(summary.get("n_samples") or {}).get("effective"), attempts=attempt,
                              seconds=round(time.monotonic() - begin, 2),
-                             samples=str((task_dir / "samples.jsonl").relative_to(run_dir)))
-        error = f"timed out after {timeout_s:.0f}s" if code is None else f"exit {code}: {_tail(log_path)}"
+                             samples=str((task_dir / "samples.jsonl").relative_to(run_dir.absolute())))
+        if code is None:
+            error = f"timed out after {timeout_s:.0f}s"
+        elif code == 0:
+            error = f"lm-eval exited 0 but wrote no summary.json (see {log_path.name})"
+        else:
+            error = f"exit {code}: {_tail(log_path)}"
         if not server_alive():
             raise ServerDied(f"the server exited during task {task} ({error[:300]})")
         if attempt <= retries:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from evalharness.load import ScenarioResult
 from evalharness.logscan import CrashReason, LogWarning
 from evalharness.probes import ProbeSummary
 from evalharness.quality import TaskScore
@@ -56,6 +57,7 @@ class CellResult(BaseModel):
     resolved: dict[str, Any] = {}
     probes: ProbeSummary | None = None
     quality: list[TaskScore] = []
+    throughput: list[ScenarioResult] = []
     log: str | None = Field(None, description="the server log, relative to the run folder")
     teardown: TeardownRecord | None = None
     started_at: str

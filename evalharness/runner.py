@@ -18,6 +18,7 @@ import httpx
 
 from evalharness import __version__
 from evalharness.engines import ENGINES, Engine, LaunchPlan
+from evalharness.load import LoadClient, ScenarioResult, run_scenario
 from evalharness.logscan import classify_crash, extract_warnings
 from evalharness.probes import DEFAULT_PROBES, ProbeError, ProbeSummary, ask_all, judge_outputs, load_probes, reference_outputs, save_outputs
 from evalharness.progress import Progress
@@ -43,7 +44,7 @@ from evalharness.results import (
 from evalharness.server import LaunchError, ServerProcess, free_port
 from evalharness.spec import Cell, Matrix
 
-UNIMPLEMENTED_SECTIONS = ("throughput", "gate")
+UNIMPLEMENTED_SECTIONS = ("gate",)
 
 
 class Interrupted(Exception):
@@ -143,6 +144,7 @@ class CellRun:
         self.server: ServerProcess | None = None
         self.probes: ProbeSummary | None = None
         self.quality: list[TaskScore] = []
+        self.throughput: list[ScenarioResult] = []
         self.started_at = now_iso()
         self.begin = time.monotonic()
 
@@ -164,6 +166,7 @@ class CellRun:
             resolved=self.resolved,
             probes=self.probes,
             quality=self.quality,
+            throughput=self.throughput,
             log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,
             teardown=self.teardown,
             started_at=self.started_at,
@@ -217,8 +220,33 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
             return server
     if matrix.quality is not None:
         _quality_phase(matrix, state, progress, alive)
+    if matrix.throughput is not None:
+        _throughput_phase(matrix, engine, state, progress, alive)
     state.phase = "done"
     return server
+
+
+def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, alive) -> None:
+    assert matrix.throughput is not None
+    state.phase = "throughput"
+    plan = state.plan
+    for scenario in matrix.throughput.scenarios:
+        progress.phase(f"throughput {scenario.name}")
+        client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
+                            timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
+                            tokenize_url=f"{plan.root_url}/tokenize")
+        with httpx.Client(timeout=10.0) as http:
+            before = engine.before_load(http, plan)
+        result = run_scenario(client, name=scenario.name, concurrency=scenario.concurrency,
+                              request_rate=scenario.request_rate, input_len=scenario.input_len,
+                              output_len=scenario.output_len, requests=scenario.requests,
+                              duration_s=scenario.duration_s, warmup=scenario.warmup_requests)
+        if not alive():
+            state.throughput.append(result)
+            raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
+        with httpx.Client(timeout=10.0) as http:
+            result.engine = engine.after_load(http, plan, before)
+        state.throughput.append(result)
 
 
 def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id: str, alive) -> None:

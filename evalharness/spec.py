@@ -115,12 +115,19 @@ class Scenario(_Strict):
     duration_s: float | None = Field(None, gt=0)
     warmup_requests: int = Field(1, ge=0)
     ignore_eos: bool = True
+    api: Literal["completions", "chat"] = "completions"
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> "Scenario":
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise ValueError(f"scenario {self.name!r}: give exactly one of concurrency or request_rate")
+        return self
 
 
 class ThroughputSection(_Strict):
-    """Throughput scenarios (filled by the throughput phase)."""
+    """Throughput scenarios, measured the same way in every ready cell (see evalharness/load.py)."""
 
-    scenarios: list[Scenario] = Field(default_factory=list)
+    scenarios: list[Scenario] = Field(min_length=1)
 
 
 class GateSection(_Strict):

@@ -39,6 +39,14 @@ class Engine(Protocol):
         """What the engine says it is running, flattened to 'section.key' -> value, after it is ready."""
         ...
 
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
+        """Engine counters to read before a throughput scenario (and any reset it needs)."""
+        ...
+
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
+        """The engine's own figures for the scenario just run, e.g. speculative acceptance, as a before/after delta."""
+        ...
+
 
 def render_args(args: dict[str, Any]) -> list[str]:
     """Flags to argv: true is a bare flag, false/None omits it, a mapping becomes JSON, a list several values."""
@@ -81,6 +89,21 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
             out.update(flatten(value, f"{prefix}[{index}]"))
         return out
     return {prefix: data}
+
+
+def prometheus_totals(text: str, names: tuple[str, ...]) -> dict[str, float]:
+    """Sum of each named Prometheus series over all its label sets, from a /metrics page (pure)."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in names:
+            try:
+                totals[name] = totals.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+            except ValueError:
+                continue
+    return totals
 
 
 def get_json(client: httpx.Client, url: str) -> Any | None:

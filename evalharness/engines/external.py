@@ -40,3 +40,9 @@ class ExternalEngine:
         if isinstance(models, dict) and models.get("data"):
             resolved["served.models"] = ",".join(str(m.get("id")) for m in models["data"])
         return resolved
+
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
+        return {}
+
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
+        return {}

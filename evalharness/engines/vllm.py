@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from evalharness.engines._common import LaunchPlan, flatten, get_json, server_plan
+from evalharness.engines._common import LaunchPlan, flatten, get_json, prometheus_totals, server_plan
 from evalharness.logscan import CrashRule, LogRules, WarningRule
 from evalharness.spec import Cell, Matrix
 
@@ -74,6 +74,40 @@ class VllmEngine:
             resolved["served.max_model_len"] = first.get("max_model_len")
         resolved.update(parse_log_config(log_text))
         return resolved
+
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
+        return self._counters(client, plan)
+
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
+        return spec_delta(before, self._counters(client, plan))
+
+    @staticmethod
+    def _counters(client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
+        try:
+            response = client.get(f"{plan.root_url}/metrics")
+        except httpx.HTTPError:
+            return {}
+        return prometheus_totals(response.text, SPEC_COUNTERS) if response.status_code == 200 else {}
+
+
+SPEC_COUNTERS = (
+    "vllm:spec_decode_num_drafts_total",
+    "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_total",
+)
+
+
+def spec_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """vLLM's speculative-decoding figures over an interval, from its counters (formulas from vLLM's own
+    SpecDecodingProm docstring): acceptance rate = accepted / draft tokens; mean acceptance length = 1 + accepted /
+    drafts (the bonus token included)."""
+    delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in SPEC_COUNTERS}
+    drafts, draft_tokens, accepted = (delta[k] for k in SPEC_COUNTERS)
+    if drafts <= 0:
+        return {}
+    return {"spec_drafts": drafts, "spec_draft_tokens": draft_tokens, "spec_accepted_tokens": accepted,
+            "spec_acceptance_rate": accepted / draft_tokens if draft_tokens else None,
+            "spec_mean_acceptance_length": 1 + accepted / drafts}
 
 
 _NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")

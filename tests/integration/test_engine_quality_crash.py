@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from tests.integration.conftest import HARNESS, REPO, engine_processes, matrix_yaml
+from tests.integration.conftest import HARNESS, engine_processes, matrix_yaml
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(900)]
 
@@ -18,7 +18,8 @@ def test_engine_killed_during_quality(engine, tmp_path):
     matrix.write_text(matrix_yaml(engine, {"victim": "{args: {--dtype: bfloat16}}", "next": "{args: {--dtype: bfloat16}}"},
                                   extra="quality: {tasks: [eh_copy, eh_choice], limit: 20, retries: 1}\n"))
     out = tmp_path / "out"
-    harness = subprocess.Popen([*HARNESS, "run", "--matrix", str(matrix), "--out", str(out)], cwd=REPO,
+    # a relative --out from another folder: the lm-eval worker changes folders, results must not follow it
+    harness = subprocess.Popen([*HARNESS, "run", "--matrix", "m.yaml", "--out", "out"], cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the second task of the first cell has started: the first one is finished and written
     second_task = out / "cells" / "cell-victim" / "quality" / "eh_choice" / "spec.json"

@@ -1,0 +1,122 @@
+"""A null OpenAI-compatible streaming server that knows the truth of what it sent.
+
+It does no inference: each request streams `max_tokens` tokens ("tok0 tok1 ..."; one word is one token, so a
+tokenizer-based fallback counts them right), `tokens_per_chunk` at a time, at `token_rate` tokens per second per
+request (0: as fast as it can), with usage in the final chunk, and per chunk when the client asks for
+continuous_usage_stats (as vLLM does) unless `--no-continuous-usage`. GET /truth returns what it sent: tokens, first
+and last chunk times per request, on the server's monotonic clock; POST /truth/reset clears it.
+
+    python benchmarks/null_server.py --port 8100 --tokens-per-chunk 4 --token-rate 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+from aiohttp import web
+
+
+class NullServer:
+    def __init__(self, tokens_per_chunk: int, token_rate: float, continuous_usage: bool, send_usage: bool):
+        self.tokens_per_chunk = tokens_per_chunk
+        self.token_rate = token_rate
+        self.continuous_usage = continuous_usage
+        self.send_usage = send_usage
+        self.requests: list[dict] = []
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/completions", self.completions)
+        app.router.add_post("/v1/chat/completions", self.completions)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/health", self.health)
+        app.router.add_get("/truth", self.truth)
+        app.router.add_post("/truth/reset", self.reset)
+        app.router.add_post("/tokenize", self.tokenize)
+        return app
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "null", "object": "model"}]})
+
+    async def tokenize(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        count = len(str(body.get("prompt", "")).split())
+        return web.json_response({"count": count, "tokens": list(range(count))})
+
+    async def truth(self, request: web.Request) -> web.Response:
+        done = [r for r in self.requests if r["last"] is not None]
+        tokens = sum(r["tokens"] for r in done)
+        span = (max(r["last"] for r in done) - min(r["arrived"] for r in done)) if done else 0.0
+        return web.json_response({"requests": len(done), "tokens": tokens, "span_s": span,
+                                  "output_tok_s": tokens / span if span else 0.0, "per_request": done})
+
+    async def reset(self, request: web.Request) -> web.Response:
+        self.requests = []
+        return web.json_response({"ok": True})
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        arrived = time.monotonic()
+        body = await request.json()
+        chat = request.path.endswith("/chat/completions")
+        total = int(body.get("max_tokens") or 16)
+        prompt_tokens = len(str(body.get("prompt") or body.get("messages") or "").split())
+        options = body.get("stream_options") or {}
+        continuous = self.continuous_usage and bool(options.get("continuous_usage_stats"))
+        record = {"arrived": arrived, "first": None, "last": None, "tokens": 0}
+        self.requests.append(record)
+        if not body.get("stream"):
+            text = " ".join(f"tok{i}" for i in range(total))
+            record.update(first=time.monotonic(), last=time.monotonic(), tokens=total)
+            return web.json_response({"choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+                                      "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": total}})
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        sent = 0
+        start = time.monotonic()
+        while sent < total:
+            k = min(self.tokens_per_chunk, total - sent)
+            if self.token_rate > 0:
+                due = start + (sent + k) / self.token_rate
+                delay = due - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            text = "".join(f" tok{sent + i}" for i in range(k))
+            sent += k
+            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            chunk: dict = {"object": "chat.completion.chunk" if chat else "text_completion", "choices": [choice]}
+            if continuous:
+                chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": sent}
+            await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            now = time.monotonic()
+            record["first"] = record["first"] or now
+            record["last"] = now
+            record["tokens"] = sent
+        if self.send_usage and options.get("include_usage"):
+            final = {"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": sent}}
+            await response.write(b"data: " + json.dumps(final).encode() + b"\n\n")
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8100)
+    parser.add_argument("--tokens-per-chunk", type=int, default=1)
+    parser.add_argument("--token-rate", type=float, default=0.0, help="tokens/s per request; 0 = as fast as possible")
+    parser.add_argument("--no-continuous-usage", action="store_true", help="usage only in the final chunk")
+    parser.add_argument("--no-usage", action="store_true", help="no usage at all (clients must tokenize)")
+    args = parser.parse_args()
+    server = NullServer(args.tokens_per_chunk, args.token_rate, not args.no_continuous_usage, not args.no_usage)
+    web.run_app(server.app(), host=args.host, port=args.port, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main()
