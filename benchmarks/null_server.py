@@ -67,7 +67,7 @@ class NullServer:
         total = int(body.get("max_tokens") or 16)
         prompt_tokens = len(str(body.get("prompt") or body.get("messages") or "").split())
         options = body.get("stream_options") or {}
-        continuous = self.continuous_usage and bool(options.get("continuous_usage_stats"))
+        continuous = self.send_usage and self.continuous_usage and bool(options.get("continuous_usage_stats"))
         record = {"arrived": arrived, "first": None, "last": None, "tokens": 0}
         self.requests.append(record)
         if not body.get("stream"):

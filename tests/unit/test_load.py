@@ -1,0 +1,110 @@
+"""The load generator: token accounting and per-token latency, against hand-made records and against the null
+streaming server, which knows the truth of what it sent (benchmarks/null_server.py)."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from evalharness.cli import main
+from evalharness.load import LoadClient, RequestRecord, chunk_token_counts, percentiles, request_timings, run_scenario
+from evalharness.server import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_percentiles_of_known_values():
+    p = percentiles([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert (p.mean, p.p50, p.p90) == (3.0, 3.0, 4.6)
+    assert percentiles([]).mean is None
+
+
+def test_chunk_counts_prefer_the_servers_own_then_spread_the_usage_total():
+    record = RequestRecord(start=0.0, chunk_times=[1.0, 2.0, 3.0], chunk_tokens=[1, 4, 3], completion_tokens=8)
+    assert chunk_token_counts(record) == [1, 4, 3]
+    record = RequestRecord(start=0.0, chunk_times=[1.0, 2.0, 3.0], chunk_tokens=[None, None, None], completion_tokens=8)
+    assert chunk_token_counts(record) == [3, 3, 2]
+    record = RequestRecord(start=0.0, chunk_times=[1.0], chunk_tokens=[None], completion_tokens=None)
+    assert chunk_token_counts(record) is None
+
+
+def test_a_chunk_of_k_tokens_gives_k_gaps():
+    # first chunk (2 tokens) at 0.5 s; then 4 tokens 0.4 s later; then 1 token 0.1 s later; end at 1.0 s
+    record = RequestRecord(start=0.0, end=1.0, ttft=0.5, chunk_times=[0.5, 0.9, 1.0])
+    gaps, tpot, rate = request_timings(record, [2, 4, 1])
+    assert gaps == pytest.approx([0.1] * 5)
+    assert tpot == pytest.approx(0.5 / 5) and rate == pytest.approx(10.0)
+
+
+@pytest.fixture()
+def null_server(request):
+    args = getattr(request, "param", [])
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "null_server.py"), "--port", str(port), *args])
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health").status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+def _measure(url, concurrency=4, requests=8, output_len=128):
+    httpx.post(f"{url}/truth/reset")
+    client = LoadClient(f"{url}/v1", "null", tokenize_url=f"{url}/tokenize")
+    result = run_scenario(client, name="t", concurrency=concurrency, request_rate=None, input_len=16,
+                          output_len=output_len, requests=requests, duration_s=None, warmup=0)
+    return result, httpx.get(f"{url}/truth").json()
+
+
+@pytest.mark.parametrize("null_server,k", [
+    (["--tokens-per-chunk", "1", "--token-rate", "200"], 1),
+    (["--tokens-per-chunk", "2", "--token-rate", "200"], 2),
+    (["--tokens-per-chunk", "4", "--token-rate", "200"], 4),
+    (["--tokens-per-chunk", "4", "--token-rate", "200", "--no-continuous-usage"], 4),
+], indirect=["null_server"])
+def test_throughput_matches_the_truth_whatever_the_chunking(null_server, k):
+    # long enough (about 4 s) that a few milliseconds of connection set-up on a busy machine stay far below 1%
+    result, truth = _measure(null_server, concurrency=4, requests=12, output_len=256)
+    assert result.completed == 12 and result.output_tokens == truth["tokens"] == 12 * 256
+    assert result.output_tok_s == pytest.approx(truth["output_tok_s"], rel=0.01)
+    assert result.tokens_per_chunk == pytest.approx(k)
+    # 200 tokens/s per request is 5 ms per token, whatever the number of tokens per chunk
+    assert result.itl_s.mean == pytest.approx(0.005, rel=0.05)
+    assert result.tpot_s.p50 == pytest.approx(0.005, rel=0.05)
+    assert result.request_decode_tok_s.p50 == pytest.approx(200, rel=0.05)
+    assert result.token_sources == {"usage": 12}
+
+
+@pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "2", "--no-usage"]], indirect=True)
+def test_without_usage_the_engine_tokenizer_counts(null_server):
+    result, truth = _measure(null_server, concurrency=2, requests=4, output_len=32)
+    assert result.token_sources == {"tokenizer": 4} and result.output_tokens == truth["tokens"] == 128
+
+
+def test_errors_are_counted_by_kind():
+    client = LoadClient(f"http://127.0.0.1:{free_port()}/v1", "x", timeout_s=5)
+    result = run_scenario(client, name="dead", concurrency=2, request_rate=None, input_len=8, output_len=8,
+                          requests=4, duration_s=None, warmup=0)
+    assert result.completed == 0 and sum(result.errors.values()) == 4
+
+
+@pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "4", "--token-rate", "400"]], indirect=True)
+def test_bench_command(null_server, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    code = main(["bench", "--base-url", f"{null_server}/v1", "--model", "null", "--concurrency", "1,4",
+                 "--output-len", "64", "--requests", "8", "--json", str(out)])
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "| c1 | c=1 | 8/8 |" in table and "| c4 | c=4 | 8/8 |" in table
+    saved = json.loads(out.read_text())
+    assert [s["name"] for s in saved] == ["c1", "c4"] and saved[1]["output_tokens"] == 8 * 64
