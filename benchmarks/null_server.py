@@ -20,7 +20,9 @@ from aiohttp import web
 
 
 class NullServer:
-    def __init__(self, tokens_per_chunk: int, token_rate: float, continuous_usage: bool, send_usage: bool):
+    def __init__(self, tokens_per_chunk: int, token_rate: float, continuous_usage: bool, send_usage: bool,
+                 burst: int = 1):
+        self.burst = burst  # chunks per socket write when token_rate is 0: keeps the server cheaper than any client
         self.tokens_per_chunk = tokens_per_chunk
         self.token_rate = token_rate
         self.continuous_usage = continuous_usage
@@ -79,6 +81,7 @@ class NullServer:
         await response.prepare(request)
         sent = 0
         start = time.monotonic()
+        pending: list[bytes] = []
         while sent < total:
             k = min(self.tokens_per_chunk, total - sent)
             if self.token_rate > 0:
@@ -92,7 +95,10 @@ class NullServer:
             chunk: dict = {"object": "chat.completion.chunk" if chat else "text_completion", "choices": [choice]}
             if continuous:
                 chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": sent}
-            await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            pending.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            if self.token_rate > 0 or len(pending) >= self.burst or sent >= total:
+                await response.write(b"".join(pending))
+                pending = []
             now = time.monotonic()
             record["first"] = record["first"] or now
             record["last"] = now
@@ -113,8 +119,10 @@ def main() -> None:
     parser.add_argument("--token-rate", type=float, default=0.0, help="tokens/s per request; 0 = as fast as possible")
     parser.add_argument("--no-continuous-usage", action="store_true", help="usage only in the final chunk")
     parser.add_argument("--no-usage", action="store_true", help="no usage at all (clients must tokenize)")
+    parser.add_argument("--burst", type=int, default=1, help="chunks per write when --token-rate is 0")
     args = parser.parse_args()
-    server = NullServer(args.tokens_per_chunk, args.token_rate, not args.no_continuous_usage, not args.no_usage)
+    server = NullServer(args.tokens_per_chunk, args.token_rate, not args.no_continuous_usage, not args.no_usage,
+                        args.burst)
     web.run_app(server.app(), host=args.host, port=args.port, print=None, access_log=None)
 
 

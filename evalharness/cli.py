@@ -128,7 +128,7 @@ def _int_list(text: str) -> list[int]:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from evalharness.load import LoadClient, run_scenario
-    from evalharness.report import THROUGHPUT_HEADER, _table, throughput_rows
+    from evalharness.report import THROUGHPUT_HEADER, markdown_table, throughput_rows
     from evalharness.results import atomic_write_text
 
     root = args.base_url.rstrip("/").removesuffix("/v1")
@@ -139,7 +139,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         results.append(run_scenario(client, name=f"c{concurrency}", concurrency=concurrency, request_rate=None,
                                     input_len=args.input_len, output_len=args.output_len,
                                     requests=args.requests, duration_s=None, warmup=args.warmup))
-    print(_table(THROUGHPUT_HEADER, throughput_rows(results)))
+    print(markdown_table(THROUGHPUT_HEADER, throughput_rows(results)))
     if args.json:
         import json
 

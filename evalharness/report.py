@@ -34,7 +34,7 @@ def code_block(text: str, info: str = "text") -> str:
     return f"{fence}{info}\n{inert}\n{fence}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -80,7 +80,7 @@ def render_markdown(run: RunResult) -> str:
             md_text("; ".join(_known_warnings(cell))),
         ])
     header = ["cell", "status", "phase", "startup s", "garbage probes", *(md_text(t) for t in tasks), "reason", "warnings"]
-    parts.append(_table(header, rows))
+    parts.append(markdown_table(header, rows))
     if tasks:
         parts += ["", "Scores are the task's headline metric (exact match, or accuracy for multiple choice) "
                       "± its standard error, from lm-eval's per-sample records in `cells/<id>/quality/<task>/`."]
@@ -147,7 +147,7 @@ def _throughput_section(run: RunResult) -> list[str]:
     return ["## Throughput", "",
             "Output tokens counted from the server's usage, never from chunks; a chunk of k tokens gives k "
             "inter-token gaps. Speculative acceptance is the engine's own figure over the scenario.", "",
-            _table(["cell", *THROUGHPUT_HEADER], rows), ""]
+            markdown_table(["cell", *THROUGHPUT_HEADER], rows), ""]
 
 
 def _garbage_section(run: RunResult) -> list[str]:
@@ -188,7 +188,7 @@ def _differences_section(run: RunResult) -> list[str]:
         any_rows = True
         rows = [[md_text(d.key), md_text(d.reference, 80), md_text(d.cell, 80), "asked" if d.asked else "**not asked**"]
                 for d in diffs[:40]]
-        out += [_table(["setting", "reference", "this cell", ""], rows), ""]
+        out += [markdown_table(["setting", "reference", "this cell", ""], rows), ""]
         if len(diffs) > 40:
             out += [f"... and {len(diffs) - 40} more in results.json.", ""]
     if not any_rows:
