@@ -1,4 +1,4 @@
-"""The command line: run, validate, report, detect, bench. Bad input exits 2 with one clear message; nothing else lives here."""
+"""The command line: run, validate, report, detect, bench, gate, baseline. Bad input exits 2 with one clear message; nothing else lives here."""
 
 from __future__ import annotations
 
@@ -63,15 +63,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from evalharness.report import render_markdown
-    from evalharness.results import ResultsError, atomic_write_text, load_run
+    from evalharness.report import render_all
+    from evalharness.results import ResultsError, load_run
+
+    from evalharness.runner import refresh_drift
 
     out_dir = Path(args.dir)
     try:
         run = load_run(out_dir)
     except ResultsError as exc:
         return _fail(str(exc))
-    atomic_write_text(out_dir / "report.md", render_markdown(run))
+    refresh_drift(run, out_dir)
+    render_all(run, out_dir)
     print(f"report: {out_dir / 'report.md'}")
     return 0
 
@@ -148,6 +151,53 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cell_mapping(items: list[str] | None) -> dict[str, str]:
+    mapping = {}
+    for item in items or []:
+        run_id, sep, base_id = item.partition("=")
+        mapping[run_id] = base_id if sep else run_id
+    return mapping
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from evalharness.gate import GateError, check, load_baseline, thresholds_for
+    from evalharness.results import ResultsError, load_run
+    from evalharness.runner import refresh_drift
+
+    run_dir = Path(args.dir)
+    try:
+        run = load_run(run_dir)
+        baseline = load_baseline(Path(args.baseline))
+        refresh_drift(run, run_dir)
+        violations = check(run, run_dir, baseline, _cell_mapping(args.cell))
+    except (ResultsError, GateError) as exc:
+        return _fail(str(exc))
+    limits = thresholds_for(run, baseline)
+    if violations:
+        print(f"gate: FAIL: {len(violations)} violation(s) against {args.baseline} ({limits.model_dump(exclude_none=True)})")
+        for line in violations:
+            print(f"  - {line}")
+        return 1
+    print(f"gate: pass against {args.baseline} ({limits.model_dump(exclude_none=True)})")
+    return 0
+
+
+def cmd_baseline_save(args: argparse.Namespace) -> int:
+    from evalharness.gate import GateError, Thresholds, make_baseline, save_baseline
+    from evalharness.results import ResultsError, load_run
+
+    run_dir = Path(args.dir)
+    try:
+        run = load_run(run_dir)
+        gate = {k: v for k, v in (run.meta.matrix.get("gate") or {}).items() if v is not None}
+        baseline = make_baseline(run, run_dir, args.cell, Thresholds(**gate))
+    except (ResultsError, GateError) as exc:
+        return _fail(str(exc))
+    save_baseline(baseline, Path(args.output))
+    print(f"baseline: {args.output} ({', '.join(baseline.cells)}; engine {baseline.engine} {baseline.engine_version})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evalharness", description=__doc__)
     parser.add_argument("--version", action="version", version=f"evalharness {__version__}")
@@ -182,6 +232,21 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-ignore-eos", action="store_true", help="let requests stop at EOS")
     bench.add_argument("--json", help="also write the results here")
     bench.set_defaults(func=cmd_bench)
+
+    gate = sub.add_parser("gate", help="pass/fail a run against a committed baseline (exit 0 pass, 1 fail, 2 bad input)")
+    gate.add_argument("dir")
+    gate.add_argument("--baseline", required=True)
+    gate.add_argument("--cell", action="append", metavar="RUN_ID[=BASELINE_ID]",
+                      help="gate these cells (default: every cell that the baseline names, or all against a one-cell baseline)")
+    gate.set_defaults(func=cmd_gate)
+
+    baseline = sub.add_parser("baseline", help="save a baseline from a finished run")
+    baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True)
+    save = baseline_sub.add_parser("save")
+    save.add_argument("dir")
+    save.add_argument("--cell", action="append", help="cells to keep (default: every ok cell)")
+    save.add_argument("-o", "--output", required=True)
+    save.set_defaults(func=cmd_baseline_save)
 
     report = sub.add_parser("report", help="re-render report.md from a run folder's results.json")
     report.add_argument("dir")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from evalharness.compare import asked_names, resolved_differences
+from evalharness.compare import ParetoPoint, asked_names, pareto_front, resolved_differences
 from evalharness.results import CellResult, RunResult
 
 _MD_SPECIAL = re.compile(r"([\\*_\[\]#~!])")
@@ -59,7 +59,7 @@ def render_markdown(run: RunResult) -> str:
         f"started {md_text(meta.started_at)} on {md_text(meta.machine.get('hostname', '?'))} "
         f"({meta.machine.get('cpus', '?')} CPUs, {meta.machine.get('memory_gib', '?')} GiB)."
     )
-    parts += ["", "## Cells", ""]
+    parts += ["", *pareto_section(run), "## Cells", ""]
     tasks = _task_names(run)
     rows = []
     for cid in run.cell_order:
@@ -84,12 +84,106 @@ def render_markdown(run: RunResult) -> str:
     if tasks:
         parts += ["", "Scores are the task's headline metric (exact match, or accuracy for multiple choice) "
                       "± its standard error, from lm-eval's per-sample records in `cells/<id>/quality/<task>/`."]
-    parts += ["", *_throughput_section(run), *_garbage_section(run), *_differences_section(run)]
+    parts += ["", *_drift_section(run), *_throughput_section(run), *_garbage_section(run), *_differences_section(run)]
     parts += _warnings_section(run)
     parts += _crashes_section(run)
     for note in run.notes:
         parts += [f"> {md_text(note, 1000)}", ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def chosen_scenario(run: RunResult) -> str | None:
+    """The throughput scenario on the Pareto axis: the matrix's choice, else the first single-stream one."""
+    wanted = (run.meta.matrix.get("report") or {}).get("throughput_scenario")
+    if wanted:
+        return wanted
+    scenarios = (run.meta.matrix.get("throughput") or {}).get("scenarios") or []
+    single = [s["name"] for s in scenarios if s.get("concurrency") == 1]
+    return single[0] if single else (scenarios[0]["name"] if scenarios else None)
+
+
+def pareto_points(run: RunResult) -> tuple[list[ParetoPoint], str | None, str]:
+    """(points with the front marked, scenario, drift measure) for the ready cells that have both numbers (pure)."""
+    scenario = chosen_scenario(run)
+    measure = (run.meta.matrix.get("report") or {}).get("drift_measure", "accuracy")
+    points = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is None or cell.status != "ok":
+            continue
+        tp = next((s.output_tok_s for s in cell.throughput if s.name == scenario), None)
+        if cid == run.reference:
+            drift = 0.0
+        elif cell.drift is None:
+            drift = None
+        elif measure == "kld":
+            drift = cell.drift.distribution.mean_kld if cell.drift.distribution else None
+        else:
+            drift = -cell.drift.accuracy_delta if cell.drift.accuracy_delta is not None else None
+        if tp is not None and drift is not None:
+            points.append(ParetoPoint(cell=cid, throughput=tp, drift=drift))
+    return pareto_front(points), scenario, measure
+
+
+def _interval(delta: float | None, low: float | None, high: float | None) -> str:
+    if delta is None:
+        return ""
+    return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def pareto_section(run: RunResult) -> list[str]:
+    points, scenario, measure = pareto_points(run)
+    by_cell = {p.cell: p for p in points}
+    ref = run.cells.get(run.reference)
+    ref_tp = next((s.output_tok_s for s in (ref.throughput if ref else []) if s.name == scenario), None)
+    rows = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is None or cell.status != "ok":
+            continue
+        point = by_cell.get(cid)
+        tp = next((s.output_tok_s for s in cell.throughput if s.name == scenario), None)
+        d = cell.drift
+        dist_text, same_text = "", ""
+        if cid == run.reference:
+            acc, p_text, flips, agree = "reference", "", "", ""
+        elif d is None:
+            acc, p_text, flips, agree = "not measured", "", "", ""
+        else:
+            acc = _interval(d.accuracy_delta, d.ci_low, d.ci_high) or "no paired samples"
+            p_text = "" if d.p_value is None else f"{d.p_value:.3g}"
+            flips = f"{d.right_to_wrong} / {d.wrong_to_right}"
+            agree = f"{d.agreement.identical}/{d.agreement.total}" if d.agreement else ""
+            if d.distribution is not None:
+                if d.distribution.available:
+                    dist_text = f"{d.distribution.mean_kld:.4f} / {d.distribution.p99_kld:.4f}"
+                    same_text = f"{d.distribution.same_top_token:.1%}"
+                else:
+                    dist_text = "unavailable: " + md_text(d.distribution.reason or "", 60)
+        rows.append([
+            f"`{cid}`",
+            "**yes**" if point and point.on_front else ("no" if point else ""),
+            "" if tp is None else f"{tp:.1f}",
+            "" if tp is None or not ref_tp else f"{tp / ref_tp:.2f}x",
+            acc, p_text, flips, agree, dist_text, same_text,
+            ", ".join(f"`{c}`" for c in point.dominated_by) if point else "",
+        ])
+    if not rows:
+        return []
+    out = ["## Pareto: throughput against drift", "",
+           f"Throughput: output tokens/s in scenario `{md_text(scenario or 'none')}`; drift: "
+           f"{'accuracy drop' if measure == 'accuracy' else 'mean KL divergence'} against the reference "
+           "(lower is better). Accuracy Δ is cell minus reference over every paired sample of every task, with a "
+           "paired-bootstrap 95% interval and an exact McNemar p-value; flips are right→wrong / wrong→right; KLD is "
+           "over the shared top-5 of the reference's greedy continuations (mean / p99).", "",
+           markdown_table(["cell", "on front", "output tok/s", "vs reference", "accuracy Δ [95% CI]", "p",
+                           "flips", "probes identical", "KLD mean / p99", "same top token", "dominated by"], rows), ""]
+    failed = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status != "ok"]
+    if failed:
+        out += ["Not on the chart:", ""]
+        out += [f"- `{c.id}`: **{c.status}** at {md_text(c.phase)}: {md_text(c.reason or '', 300)}" for c in failed]
+        out.append("")
+    return out
 
 
 def _task_names(run: RunResult) -> list[str]:
@@ -134,6 +228,48 @@ def throughput_rows(scenarios, label: str = "") -> list[list[str]]:
 THROUGHPUT_HEADER = ["scenario", "load", "done", "output tok/s", "decode tok/s per request (p50)", "TTFT p50 ms",
                      "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms", "E2E p50 ms",
                      "spec acceptance length (rate)", "errors"]
+
+
+def _drift_section(run: RunResult) -> list[str]:
+    rows = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is None or cell.drift is None:
+            continue
+        for t in cell.drift.tasks:
+            if not t.comparable:
+                rows.append([f"`{cid}`", md_text(t.task), "", "", "", "", "", "", md_text(t.reason or "")])
+                continue
+            rows.append([f"`{cid}`", md_text(t.task), str(t.paired), f"{t.reference:.3f}", f"{t.cell:.3f}",
+                         _interval(t.delta, t.ci_low, t.ci_high), f"{t.p_value:.3g}",
+                         f"{t.right_to_wrong} / {t.wrong_to_right}", ""])
+    if not rows:
+        return []
+    return ["## Drift per task", "",
+            markdown_table(["cell", "task", "paired", "reference", "cell", "Δ [95% CI]", "McNemar p", "flips r→w / w→r",
+                            "note"], rows), ""]
+
+
+def summary_markdown(run: RunResult, limit: int = 12) -> str:
+    """The short form for a pull-request comment or $GITHUB_STEP_SUMMARY: fits on a screen."""
+    points, scenario, _ = pareto_points(run)
+    lines = [f"### evalharness: {md_text(run.meta.matrix_name)}", ""]
+    counts: dict[str, int] = {}
+    for cell in run.cells.values():
+        counts[cell.status] = counts.get(cell.status, 0) + 1
+    lines.append(f"{len(run.cells)}/{len(run.cell_order)} cells: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    lines.append("")
+    if points:
+        rows = []
+        for p in sorted(points, key=lambda p: -p.throughput)[:limit]:
+            d = run.cells[p.cell].drift
+            acc = "reference" if p.cell == run.reference else (_interval(d.accuracy_delta, d.ci_low, d.ci_high) if d else "")
+            rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", f"{p.throughput:.1f}", acc])
+        lines += [markdown_table(["cell", "", f"tok/s ({md_text(scenario or '')})", "accuracy Δ [95% CI]"], rows), ""]
+    bad = [c for c in run.cells.values() if c.status != "ok"]
+    for cell in bad[:limit]:
+        lines.append(f"- `{cell.id}` **{cell.status}**: {md_text(cell.reason or '', 160)}")
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def _throughput_section(run: RunResult) -> list[str]:
@@ -231,3 +367,25 @@ def _crashes_section(run: RunResult) -> list[str]:
             out.append(md_text(cell.reason, 1000))
         out += ["", f"Full log: `{cell.log}`" if cell.log else "", ""]
     return out
+
+
+def render_all(run: RunResult, out_dir) -> None:
+    """report.md, summary.md, results.csv and pareto.png from the saved run; the summary also goes to
+    $GITHUB_STEP_SUMMARY when it is set (appended, as GitHub expects)."""
+    import os
+    from pathlib import Path
+
+    from evalharness.exports import write_csv, write_plot
+    from evalharness.results import atomic_write_text
+
+    out_dir = Path(out_dir)
+    atomic_write_text(out_dir / "report.md", render_markdown(run))
+    summary = summary_markdown(run)
+    atomic_write_text(out_dir / "summary.md", summary)
+    write_csv(run, out_dir / "results.csv")
+    if run.complete or run.interrupted:
+        write_plot(run, out_dir / "pareto.png")
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary:
+            with open(step_summary, "a", encoding="utf-8") as handle:
+                handle.write(summary + "\n")

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from evalharness.compare import CellDrift
 from evalharness.load import ScenarioResult
 from evalharness.logscan import CrashReason, LogWarning
 from evalharness.probes import ProbeSummary
@@ -58,6 +59,8 @@ class CellResult(BaseModel):
     probes: ProbeSummary | None = None
     quality: list[TaskScore] = []
     throughput: list[ScenarioResult] = []
+    distribution: dict[str, Any] | None = Field(None, description="scored continuations (cells/<id>/distribution.jsonl)")
+    drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")
     log: str | None = Field(None, description="the server log, relative to the run folder")
     teardown: TeardownRecord | None = None
     started_at: str

@@ -12,18 +12,19 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import httpx
 
-from evalharness import __version__
+from evalharness import __version__, distribution
+from evalharness.compare import cell_drift
 from evalharness.engines import ENGINES, Engine, LaunchPlan
 from evalharness.load import LoadClient, ScenarioResult, run_scenario
 from evalharness.logscan import classify_crash, extract_warnings
 from evalharness.probes import DEFAULT_PROBES, ProbeError, ProbeSummary, ask_all, judge_outputs, load_probes, reference_outputs, save_outputs
 from evalharness.progress import Progress
 from evalharness.quality import SHIPPED_TASKS, ServerDied, TaskScore, run_quality
-from evalharness.report import render_markdown
+from evalharness.report import render_all
 from evalharness.results import (
     CellResult,
     ResultsError,
@@ -44,7 +45,7 @@ from evalharness.results import (
 from evalharness.server import LaunchError, ServerProcess, free_port
 from evalharness.spec import Cell, Matrix
 
-UNIMPLEMENTED_SECTIONS = ("gate",)
+UNIMPLEMENTED_SECTIONS: tuple[str, ...] = ()
 
 
 class Interrupted(Exception):
@@ -145,6 +146,7 @@ class CellRun:
         self.probes: ProbeSummary | None = None
         self.quality: list[TaskScore] = []
         self.throughput: list[ScenarioResult] = []
+        self.distribution: dict[str, Any] | None = None
         self.started_at = now_iso()
         self.begin = time.monotonic()
 
@@ -167,6 +169,7 @@ class CellRun:
             probes=self.probes,
             quality=self.quality,
             throughput=self.throughput,
+            distribution=self.distribution,
             log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,
             teardown=self.teardown,
             started_at=self.started_at,
@@ -216,8 +219,18 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     alive = (lambda: server.poll() is None) if server is not None else (lambda: True)
     if matrix.probes.enabled:
         _probe_phase(matrix, state, progress, reference_id, alive)
-        if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
-            return server
+    if matrix.distribution.enabled:
+        progress.phase("distribution")
+        state.phase = "distribution"
+        prompts = Path(matrix.distribution.prompts) if matrix.distribution.prompts else None
+        state.distribution = distribution.run_phase(
+            plan.base_url, plan.served_model_name, state.cell_dir, state.run_dir / "cells" / reference_id,
+            state.cell.id == reference_id, matrix.timeouts.request_s, prompts, matrix.distribution.max_tokens)
+        if not alive():
+            raise ServerDied("the server exited while scoring the reference's continuations")
+    if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
+        state.phase = "probes"
+        return server
     if matrix.quality is not None:
         _quality_phase(matrix, state, progress, alive)
     if matrix.throughput is not None:
@@ -371,9 +384,22 @@ def _masked_matrix(matrix: Matrix) -> dict:
     return data
 
 
+def refresh_drift(run: RunResult, out_dir: Path) -> None:
+    """Drift of every finished cell against the reference, from the saved per-sample files (cheap; idempotent)."""
+    if run.reference not in run.cells:
+        return
+    for cid, cell in run.cells.items():
+        if cell.status in ("ok", "garbage") and cid != run.reference:
+            try:
+                cell.drift = cell_drift(run, cid, out_dir)
+            except (OSError, ValueError) as exc:  # a damaged sample file must not stop the run
+                run.notes.append(f"drift of {cid} could not be computed: {exc}")
+
+
 def write_outputs(run: RunResult, out_dir: Path) -> None:
+    """results.json first (the record), then every renderer of it."""
     save_run(run, out_dir)
-    atomic_write_text(out_dir / "report.md", render_markdown(run))
+    render_all(run, out_dir)
 
 
 def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path, resume: bool,
@@ -405,9 +431,10 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                 progress.cell(done_before + offset + 1, cell.id)
                 result = run_cell(matrix, cell, engine, out_dir, progress, reference.id)
                 with INTERRUPT.deferred():
+                    run.cells[cell.id] = result
+                    refresh_drift(run, out_dir)
                     if result.status == "ok" and result.resolved.get("version") and not run.meta.engine_version:
                         run.meta.engine_version = str(result.resolved["version"])
-                    run.cells[cell.id] = result
                     write_outputs(run, out_dir)
                     progress.finished(cell.id, result.status, result.reason or "")
                 INTERRUPT.raise_pending()

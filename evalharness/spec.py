@@ -88,6 +88,14 @@ class ProbesSection(_Strict):
     run_costly_phases_on_garbage: bool = False
 
 
+class DistributionSection(_Strict):
+    """Distribution drift: the reference's greedy continuations scored in every cell with top-k log-probabilities."""
+
+    enabled: bool = True
+    prompts: str | None = Field(None, description="JSONL of {id, prompt}; default tasks/probes/distribution.jsonl")
+    max_tokens: int = Field(32, gt=0, description="length of the reference's continuations")
+
+
 class QualitySection(_Strict):
     """Quality tasks (lm-eval) through the endpoint, one task at a time, per-sample records kept."""
 
@@ -130,10 +138,19 @@ class ThroughputSection(_Strict):
     scenarios: list[Scenario] = Field(min_length=1)
 
 
-class GateSection(_Strict):
-    """Thresholds for `evalharness gate` (filled by the gate)."""
+class ReportSection(_Strict):
+    """How the Pareto front is drawn: which throughput scenario, which drift measure."""
 
-    max_accuracy_drop: float | None = Field(None, ge=0)
+    throughput_scenario: str | None = Field(None, description="default: the first single-stream scenario")
+    drift_measure: Literal["accuracy", "kld"] = "accuracy"
+
+
+class GateSection(_Strict):
+    """Thresholds for `evalharness gate`; they override the baseline's."""
+
+    max_accuracy_drop: float | None = Field(None, ge=0, description="fails when exceeded and credible (McNemar)")
+    hard_accuracy_drop: float | None = Field(None, ge=0, description="fails when exceeded, whatever the sample size")
+    alpha: float | None = Field(None, gt=0, lt=1)
     max_flips: int | None = Field(None, ge=0)
     max_kld: float | None = Field(None, ge=0)
     min_throughput_ratio: float | None = Field(None, gt=0)
@@ -163,9 +180,11 @@ class Matrix(_Strict):
     reference: Union[str, dict[str, str], None] = None
     timeouts: Timeouts = Field(default_factory=Timeouts)
     probes: ProbesSection = Field(default_factory=ProbesSection)
+    distribution: DistributionSection = Field(default_factory=DistributionSection)
     quality: QualitySection | None = None
     throughput: ThroughputSection | None = None
     gate: GateSection | None = None
+    report: ReportSection = Field(default_factory=ReportSection)
 
     _flags = field_validator("args")(classmethod(lambda cls, v: _check_flags(v)))
 
@@ -428,6 +447,9 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     if matrix.probes.prompts:
         updates["probes"] = matrix.probes.model_copy(
             update={"prompts": _resolve_relative(matrix.probes.prompts, path.parent)})
+    if matrix.distribution.prompts:
+        updates["distribution"] = matrix.distribution.model_copy(
+            update={"prompts": _resolve_relative(matrix.distribution.prompts, path.parent)})
     if matrix.quality and matrix.quality.include_path:
         updates["quality"] = matrix.quality.model_copy(
             update={"include_path": _resolve_relative(matrix.quality.include_path, path.parent)})

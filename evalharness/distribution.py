@@ -1,0 +1,133 @@
+"""Distribution drift: the reference cell's greedy continuations scored in every cell with top-k log-probabilities.
+
+The reference cell (first to run) writes a greedy continuation for each prompt of tasks/probes/distribution.jsonl.
+Every cell, the reference included, then scores prompt + continuation through /v1/completions with echo and
+logprobs=k (prompt log-probabilities, as vLLM and SGLang both return them), and keeps the top-k distribution at each
+position of the continuation in cells/<id>/distribution.jsonl. Comparing two cells is then pure (`compare_cells`):
+per position, KL(reference || cell) over the shared top-k (stats.topk_kl) and whether the top token is the same.
+Where the engine returns no prompt log-probabilities, the file records why, and the report says so instead of a number.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from evalharness.stats import quantile, topk_kl
+
+DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "tasks" / "probes" / "distribution.jsonl"
+TOP_K = 5
+
+
+class Scored(BaseModel):
+    id: str
+    tokens: list[str] = []
+    top: list[dict[str, float]] = []  # per continuation position: token -> logprob (top-k)
+    error: str | None = None
+
+
+class DistributionDrift(BaseModel):
+    available: bool
+    reason: str | None = None
+    positions: int = 0
+    mean_kld: float | None = None
+    p99_kld: float | None = None
+    max_kld: float | None = None
+    same_top_token: float | None = None  # share of positions where both put the same token first
+
+
+def load_prompts(path: Path = DEFAULT_PROMPTS) -> list[dict[str, str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def continuations(client: httpx.Client, base_url: str, model: str, prompts: list[dict[str, str]],
+                  max_tokens: int = 32) -> list[dict[str, str]]:
+    """The reference's greedy continuations (one request each)."""
+    out = []
+    for item in prompts:
+        response = client.post(f"{base_url}/completions", json={"model": model, "prompt": item["prompt"],
+                                                                "max_tokens": max_tokens, "temperature": 0.0})
+        response.raise_for_status()
+        out.append({"id": item["id"], "prompt": item["prompt"], "continuation": response.json()["choices"][0]["text"]})
+    return out
+
+
+def score(client: httpx.Client, base_url: str, model: str, item: dict[str, str], k: int = TOP_K) -> Scored:
+    """Top-k log-probabilities at each continuation position of prompt + continuation, from the engine's echo."""
+    text = item["prompt"] + item["continuation"]
+    try:
+        response = client.post(f"{base_url}/completions", json={
+            "model": model, "prompt": text, "max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": k})
+        if response.status_code != 200:
+            return Scored(id=item["id"], error=f"http {response.status_code}: {response.text[:200]}")
+        logprobs = response.json()["choices"][0].get("logprobs") or {}
+    except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:
+        return Scored(id=item["id"], error=f"{type(exc).__name__}: {exc}")
+    offsets = logprobs.get("text_offset") or []
+    tokens = logprobs.get("tokens") or []
+    tops = logprobs.get("top_logprobs") or []
+    if not offsets or len(offsets) != len(tokens) or len(tops) != len(tokens):
+        return Scored(id=item["id"], error="the engine returned no prompt log-probabilities with echo")
+    start, end = len(item["prompt"]), len(text)
+    scored = Scored(id=item["id"])
+    for offset, token, top in zip(offsets, tokens, tops):
+        if start <= offset < end and top:
+            scored.tokens.append(token)
+            scored.top.append({str(t): float(v) for t, v in top.items()})
+    if not scored.top:
+        scored.error = "no continuation positions in the echoed log-probabilities"
+    return scored
+
+
+def compare_cells(reference: list[Scored], cell: list[Scored]) -> DistributionDrift:
+    """Per-position KL and top-token agreement over the continuations both cells scored the same way (pure)."""
+    by_id = {s.id: s for s in cell}
+    errors = [s.error for s in [*reference, *cell] if s.error]
+    klds: list[float] = []
+    same = 0
+    for ref in reference:
+        other = by_id.get(ref.id)
+        if ref.error or other is None or other.error or other.tokens != ref.tokens:
+            continue  # the same text must tokenize the same way on both sides to pair positions
+        for p, q in zip(ref.top, other.top):
+            klds.append(topk_kl(p, q))
+            same += max(p, key=p.get) == max(q, key=q.get)
+    if not klds:
+        return DistributionDrift(available=False, reason=errors[0] if errors else "no positions could be paired")
+    return DistributionDrift(available=True, positions=len(klds), mean_kld=sum(klds) / len(klds),
+                             p99_kld=quantile(klds, 0.99), max_kld=max(klds), same_top_token=same / len(klds))
+
+
+def save(path: Path, scored: list[Scored]) -> None:
+    path.write_text("".join(s.model_dump_json() + "\n" for s in scored), encoding="utf-8")
+
+
+def load(path: Path) -> list[Scored]:
+    if not path.exists():
+        return []
+    return [Scored.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def run_phase(base_url: str, model: str, cell_dir: Path, reference_dir: Path, is_reference: bool,
+              timeout_s: float, prompts_path: Path | None = None, max_tokens: int = 32) -> dict[str, Any]:
+    """The cell's part: the reference writes continuations first; every cell scores them. Returns a small summary."""
+    with httpx.Client(timeout=timeout_s) as client:
+        cont_path = reference_dir / "continuations.jsonl"
+        if is_reference:
+            try:
+                items = continuations(client, base_url, model, load_prompts(prompts_path or DEFAULT_PROMPTS), max_tokens)
+            except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:
+                # a measurement this engine cannot give is reported as unavailable, not as a failed cell
+                return {"scored": 0, "error": f"the reference's continuations failed: {type(exc).__name__}: {exc}"}
+            cont_path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+        elif not cont_path.exists():
+            return {"scored": 0, "error": "the reference cell has no continuations (it did not run or failed)"}
+        items = [json.loads(line) for line in cont_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        scored = [score(client, base_url, model, item) for item in items]
+    save(cell_dir / "distribution.jsonl", scored)
+    errors = [s.error for s in scored if s.error]
+    return {"scored": len(scored) - len(errors), "error": errors[0] if errors else None}
