@@ -1,0 +1,120 @@
+"""The gate's decisions on hand-made runs: noise passes, credible or large drops fail, versions are never mixed."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalharness.cli import main
+from evalharness.gate import GateError, Thresholds, check, load_baseline, make_baseline, save_baseline
+from evalharness.load import Percentiles, ScenarioResult
+from evalharness.quality import TaskScore
+from evalharness.results import CellResult, RunMeta, RunResult, save_run
+
+
+def _write_samples(run_dir: Path, cell: str, correct: list[int]) -> str:
+    rel = f"cells/{cell}/quality/t/samples.jsonl"
+    path = run_dir / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"doc_id": i, "doc_hash": f"h{i}", "metrics": {"exact_match": float(c)}}) + "\n"
+                            for i, c in enumerate(correct)))
+    return rel
+
+
+def _run(run_dir: Path, cells: dict[str, list[int]], version=1.0, status="ok", tok_s=100.0, gate=None) -> RunResult:
+    results = {}
+    for cid, correct in cells.items():
+        score = TaskScore(task="t", version=version, metric="exact_match,strict", value=sum(correct) / len(correct),
+                          samples=_write_samples(run_dir, cid, correct))
+        p = Percentiles()
+        sc = ScenarioResult(name="single", concurrency=1, input_len=8, output_len=8, requests=1, completed=1,
+                            duration_s=1, output_tokens=8, output_tok_s=tok_s, request_decode_tok_s=p, ttft_s=p,
+                            tpot_s=p, itl_s=p, e2e_s=p)
+        results[cid] = CellResult(id=cid, axes={}, settings_hash="h", args={}, env={}, argv=[], status=status,
+                                  phase="done", quality=[score], throughput=[sc], started_at="t", finished_at="t",
+                                  duration_s=1)
+    meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m.yaml", started_at="t",
+                   matrix={"gate": gate or {}})
+    run = RunResult(meta=meta, reference=next(iter(cells)), cell_order=list(cells), cells=results, complete=True)
+    save_run(run, run_dir)
+    return run
+
+
+@pytest.fixture()
+def baseline(tmp_path):
+    base_dir = tmp_path / "base"
+    run = _run(base_dir, {"ref": [1] * 160 + [0] * 40})
+    return make_baseline(run, base_dir, None, Thresholds(max_accuracy_drop=0.05, hard_accuracy_drop=0.2,
+                                                          min_throughput_ratio=0.8))
+
+
+def test_identical_run_passes(tmp_path, baseline):
+    run = _run(tmp_path / "run", {"ref": [1] * 160 + [0] * 40})
+    assert check(run, tmp_path / "run", baseline) == []
+
+
+def test_noise_is_not_a_regression(tmp_path, baseline):
+    # 4 lost, 2 gained on 200: a drop of 0.01, and McNemar p is large
+    correct = [0] * 4 + [1] * 156 + [1] * 2 + [0] * 38
+    run = _run(tmp_path / "run", {"ref": correct})
+    assert check(run, tmp_path / "run", baseline) == []
+
+
+def test_small_sample_drop_above_threshold_but_not_credible_passes(tmp_path):
+    base_dir = tmp_path / "base"
+    base = make_baseline(_run(base_dir, {"ref": [1] * 16 + [0] * 4}), base_dir, None, Thresholds())
+    run = _run(tmp_path / "run", {"ref": [0] * 2 + [1] * 14 + [0] * 4})  # drop 0.10 on 20: p = 0.5
+    assert check(run, tmp_path / "run", base) == []
+
+
+def test_credible_drop_fails_with_a_readable_message(tmp_path, baseline):
+    correct = [0] * 30 + [1] * 130 + [0] * 40  # 30 right->wrong on 200: drop 0.15, p ~ 2e-9
+    run = _run(tmp_path / "run", {"ref": correct})
+    [violation] = check(run, tmp_path / "run", baseline)
+    assert "drop 0.150 exceeds 0.05 and is credible" in violation and "30 right->wrong" in violation
+
+
+def test_large_drop_fails_even_on_few_samples(tmp_path):
+    base_dir = tmp_path / "base"
+    base = make_baseline(_run(base_dir, {"ref": [1] * 8 + [0] * 2}), base_dir, None, Thresholds())
+    run = _run(tmp_path / "run", {"ref": [0] * 3 + [1] * 5 + [0] * 2})  # drop 0.3 on 10 samples: p = 0.25
+    [violation] = check(run, tmp_path / "run", base)
+    assert "hard limit" in violation
+
+
+def test_task_version_change_is_refused(tmp_path, baseline):
+    run = _run(tmp_path / "run", {"ref": [1] * 160 + [0] * 40}, version=2.0)
+    [violation] = check(run, tmp_path / "run", baseline)
+    assert "refusing to compare" in violation
+
+
+def test_crashed_cell_and_slow_cell_fail(tmp_path, baseline):
+    run = _run(tmp_path / "run", {"ref": [1] * 160 + [0] * 40}, status="crashed")
+    assert "crashed" in check(run, tmp_path / "run", baseline)[0]
+    run = _run(tmp_path / "run2", {"ref": [1] * 160 + [0] * 40}, tok_s=50.0)
+    [violation] = check(run, tmp_path / "run2", baseline)
+    assert "0.50x the baseline" in violation
+
+
+def test_matrix_thresholds_override_the_baseline(tmp_path, baseline):
+    correct = [0] * 30 + [1] * 130 + [0] * 40
+    run = _run(tmp_path / "run", {"ref": correct}, gate={"max_accuracy_drop": 0.2})
+    assert check(run, tmp_path / "run", baseline) == []
+
+
+def test_cli_exit_codes_and_round_trip(tmp_path, baseline, capsys):
+    path = tmp_path / "baseline.json"
+    save_baseline(baseline, path)
+    assert load_baseline(path) == baseline
+    _run(tmp_path / "good", {"ref": [1] * 160 + [0] * 40})
+    assert main(["gate", str(tmp_path / "good"), "--baseline", str(path)]) == 0
+    _run(tmp_path / "bad", {"ref": [0] * 30 + [1] * 130 + [0] * 40})
+    assert main(["gate", str(tmp_path / "bad"), "--baseline", str(path)]) == 1
+    assert "credible" in capsys.readouterr().out
+    (tmp_path / "broken.json").write_text("{")
+    assert main(["gate", str(tmp_path / "good"), "--baseline", str(tmp_path / "broken.json")]) == 2
+    assert main(["gate", str(tmp_path / "nope"), "--baseline", str(path)]) == 2
+    assert main(["baseline", "save", str(tmp_path / "good"), "-o", str(tmp_path / "b2.json")]) == 0
+    assert json.loads((tmp_path / "b2.json").read_text())["cells"]["ref"]["tasks"]["t"]["version"] == 1.0
+    with pytest.raises(GateError):
+        make_baseline(_run(tmp_path / "x", {"ref": [1]}), tmp_path / "x", ["missing"], Thresholds())
