@@ -1,0 +1,62 @@
+"""Drift, Pareto and the gate on the real engine: a float32 reference and a genuinely degraded cell (a perturbed
+rope_theta that still answers in words, so the probes pass it and only the quality tasks and distributions show the
+damage). The reference passes the committed baseline of the demo matrix; the degraded cell fails it, readably."""
+
+import json
+
+import pytest
+
+from tests.integration.conftest import REPO, engine_processes, matrix_yaml, run_harness
+
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
+
+BASELINE = REPO / "baselines" / "cpu-smollm2.json"
+BASELINE_CELL = "dtype-float32.spec-off.fault-none"
+DEGRADED = "{args: {--dtype: float32, --hf-overrides: {rope_parameters: {rope_theta: DEGRADED_THETA, rope_type: default}}}}"
+
+
+@pytest.fixture(scope="module")
+def gated_run(engine, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gate")
+    matrix = folder / "matrix.yaml"
+    matrix.write_text(matrix_yaml(engine, {"ref": "{args: {--dtype: float32}}", "degraded": DEGRADED}, extra=(
+        "quality: {tasks: [eh_capitals, eh_arithmetic, eh_copy], limit: 40}\n"
+        "throughput: {scenarios: [{name: single, concurrency: 1, input_len: 64, output_len: 32, requests: 3}]}\n")))
+    out = folder / "out"
+    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert engine_processes() == []
+    return out
+
+
+def test_drift_is_measured_and_reported(gated_run):
+    results = json.loads((gated_run / "results.json").read_text())
+    degraded = results["cells"]["cell-degraded"]
+    assert degraded["status"] == "ok", degraded["reason"]
+    drift = degraded["drift"]
+    assert drift["paired"] == 120 and drift["accuracy_delta"] < 0 and drift["ci_high"] < 0
+    assert drift["right_to_wrong"] > drift["wrong_to_right"]
+    assert drift["distribution"]["available"] and drift["distribution"]["mean_kld"] > 0.05
+    assert drift["distribution"]["same_top_token"] < 0.95
+    assert drift["agreement"]["total"] == 12
+    report = (gated_run / "report.md").read_text()
+    assert report.index("## Pareto") < report.index("## Cells")
+    assert "| `cell-ref` | **yes** |" in report
+    assert (gated_run / "pareto.png").stat().st_size > 10_000
+    csv = (gated_run / "results.csv").read_text().splitlines()
+    assert csv[0].startswith("cell,") and len(csv) == 3
+
+
+def test_reference_passes_the_committed_baseline(gated_run):
+    proc = run_harness("gate", str(gated_run), "--baseline", str(BASELINE), "--cell", f"cell-ref={BASELINE_CELL}",
+                       timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gate: pass" in proc.stdout
+
+
+def test_degraded_cell_fails_the_committed_baseline_readably(gated_run):
+    proc = run_harness("gate", str(gated_run), "--baseline", str(BASELINE), "--cell",
+                       f"cell-degraded={BASELINE_CELL}", timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "gate: FAIL" in proc.stdout and "cell-degraded: task" in proc.stdout
+    assert "credible at this sample size" in proc.stdout or "hard limit" in proc.stdout
