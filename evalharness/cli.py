@@ -36,7 +36,27 @@ def cmd_validate(args: argparse.Namespace) -> int:
         flags = shlex.join(mask_argv(render_args(cell.args))) or "(no flags)"
         env = " ".join(f"{k}={v}" for k, v in mask_env(cell.env).items())
         print(f"  {cell.id}{' (reference)' if cell.id == reference.id else ''}: {flags}{'  env: ' + env if env else ''}")
+    if matrix.engine == "sglang":
+        return _validate_sglang(matrix, cells, args.engine_python)
     return 0
+
+
+def _validate_sglang(matrix, cells, engine_python: str | None) -> int:
+    from evalharness.engines.sglang_check import check_cells, find_python
+
+    result = check_cells(matrix, cells, find_python(matrix, engine_python))
+    if not result.checked:
+        print(f"SGLang: not checked: {result.reason}")
+        return 0
+    print(f"SGLang {result.version} ({result.python}): {len(cells) - len(result.failed)}/{len(cells)} cells accepted "
+          "by its parser and environment")
+    for check in result.failed:
+        if not check.ok:
+            print(f"  REJECTED {check.id}: {check.error} (sglang {result.version})", file=sys.stderr)
+        if check.unknown_env:
+            print(f"  REJECTED {check.id}: environment variables that sglang {result.version} does not define: "
+                  f"{', '.join(check.unknown_env)}", file=sys.stderr)
+    return EXIT_BAD_INPUT if result.failed else 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -211,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", help="check a matrix and list its cells without launching anything")
     validate.add_argument("--matrix", required=True)
+    validate.add_argument("--engine-python", help="for SGLang matrices: a Python with sglang importable, whose parser "
+                          "checks every cell (default: $EVALHARNESS_SGLANG_PYTHON, the launcher, or `sglang`'s own)")
     validate.set_defaults(func=cmd_validate)
 
     detect = sub.add_parser("detect", help="run the garbage detectors on a JSONL file of outputs")

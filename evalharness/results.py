@@ -29,7 +29,8 @@ from evalharness.quality import TaskScore
 
 SCHEMA_VERSION = 1
 Status = Literal["ok", "crashed", "garbage", "timeout", "error"]
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+# whole words of a flag or variable name: HF_TOKEN, --api-key, DB_PASSWORD; not --speculative-num-draft-tokens
+SECRET_NAME = re.compile(r"(^|[-_])(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)($|[-_=])", re.IGNORECASE)
 MASK = "***"
 
 
@@ -38,6 +39,8 @@ class TeardownRecord(BaseModel):
     signals: list[str] = []
     killed_stragglers: list[int] = []
     leftover: list[int] = []
+    gpu_memory_before_mib: list[int] | None = None  # per GPU, before launch (None without nvidia-smi)
+    gpu_memory_after_mib: list[int] | None = None  # per GPU, after teardown
 
 
 class CellResult(BaseModel):

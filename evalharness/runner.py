@@ -42,7 +42,7 @@ from evalharness.results import (
     now_iso,
     save_run,
 )
-from evalharness.server import LaunchError, ServerProcess, free_port
+from evalharness.server import LaunchError, ServerProcess, free_port, gpu_memory_released, gpu_memory_used_mib
 from evalharness.spec import Cell, Matrix
 
 UNIMPLEMENTED_SECTIONS: tuple[str, ...] = ()
@@ -310,6 +310,7 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
     plan = engine.launch_plan(matrix, cell, port, str(run_dir.resolve()))
     state = CellRun(cell, plan, run_dir)
     state.cell_dir.mkdir(parents=True, exist_ok=True)
+    gpu_before = gpu_memory_used_mib() if engine.name != "external" else None
     try:
         _serve(matrix, engine, state, progress, reference_id)
     except (KeyboardInterrupt, Interrupted):
@@ -327,7 +328,12 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
             if state.server is not None:
                 progress.phase("teardown")
                 torn = state.server.stop(matrix.timeouts.teardown_grace_s)
-                state.teardown = TeardownRecord(**torn.__dict__)
+                state.teardown = TeardownRecord(**torn.__dict__, gpu_memory_before_mib=gpu_before,
+                                                gpu_memory_after_mib=gpu_memory_released(gpu_before))
+                held = [a - b for a, b in zip(state.teardown.gpu_memory_after_mib or [], gpu_before or [])]
+                if any(h > 1024 for h in held):
+                    progress.message(f"[bold red]GPU memory not released after teardown: {held} MiB more per GPU[/]")
+                    state.reason = f"{state.reason + '; ' if state.reason else ''}GPU memory not released: {held} MiB"
                 if torn.leftover:
                     progress.message(f"[bold red]engine processes left behind after teardown: {torn.leftover}[/]")
                     state.status = "error"

@@ -13,6 +13,7 @@ Then it checks that none is left and says so.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,6 +28,31 @@ import psutil
 
 MARKER_ENV = "EVALHARNESS_SERVER_ID"
 POLL_INTERVAL_S = 0.2  # readiness is polled five times a second
+
+
+def gpu_memory_used_mib() -> list[int] | None:
+    """Memory used per GPU from nvidia-smi, or None on a machine without it (the CPU engine, CI)."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20, check=False)
+        return [int(float(v)) for v in out.stdout.split()] if out.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+
+
+def gpu_memory_released(before: list[int] | None, wait_s: float = 20.0, slack_mib: int = 1024) -> list[int] | None:
+    """After teardown: GPU memory per device once it is back within `slack_mib` of `before` (or `wait_s` passed).
+    A scheduler that outlived its launcher holds ~100 GB (sglang#23627): this is where it shows."""
+    if before is None:
+        return None
+    deadline = time.monotonic() + wait_s
+    while True:
+        after = gpu_memory_used_mib()
+        if after is None or all(a <= b + slack_mib for a, b in zip(after, before)) or time.monotonic() > deadline:
+            return after
+        time.sleep(1.0)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

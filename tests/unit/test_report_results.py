@@ -88,3 +88,8 @@ def test_secrets_are_masked():
         "HF_TOKEN": "***", "OPENAI_API_KEY": "***", "CUDA_VISIBLE_DEVICES": "0"}
     assert mask_argv(["serve", "--api-key", "s3cret", "--hf-token=abc", "--port", "1"]) == [
         "serve", "--api-key", "***", "--hf-token=***", "--port", "1"]
+    # plural "tokens" is a count, not a secret
+    assert mask_argv(["--speculative-num-draft-tokens", "2", "--max-new-tokens", "8"]) == [
+        "--speculative-num-draft-tokens", "2", "--max-new-tokens", "8"]
+    assert mask_env({"DB_PASSWORD": "x", "SGLANG_ENABLE_JIT_DEEPGEMM": "1"}) == {"DB_PASSWORD": "***",
+                                                                             "SGLANG_ENABLE_JIT_DEEPGEMM": "1"}

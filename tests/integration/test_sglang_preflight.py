@@ -1,0 +1,57 @@
+"""`evalharness validate` against the real SGLang parser (sglang installed without its GPU dependencies in the engine
+environment by scripts/setup.sh): the story's 24 cells pass; flags and variables the installed version lacks are
+rejected with the flag, the cell and the version named."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ENGINE_PYTHON, REPO, run_harness
+
+pytestmark = [pytest.mark.timeout(600)]
+
+SM120 = REPO / "matrices" / "sm120.yaml"
+
+
+@pytest.fixture(scope="module")
+def sglang_python(engine) -> str:
+    return str(ENGINE_PYTHON)
+
+
+def validate(path: Path, python: str | None):
+    args = ["validate", "--matrix", str(path)] + (["--engine-python", python] if python else [])
+    return run_harness(*args, timeout=600)
+
+
+def test_the_story_matrix_passes_the_real_parser(sglang_python):
+    proc = validate(SM120, sglang_python)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "24 cells" in proc.stdout and "SGLang 0.5.23" in proc.stdout and "24/24 cells accepted" in proc.stdout
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    # the seed's flag, renamed since: 0.5.23 no longer knows it
+    ("--mamba-radix-cache-strategy: extra_buffer", "--mamba-scheduler-strategy: extra_buffer",
+     "unrecognized arguments: --mamba-scheduler-strategy extra_buffer"),
+    ("{args: {--moe-runner-backend: flashinfer_trtllm}}", "{args: {--moe-runner-backend: flashinfer_trtlm}}",
+     "argument --moe-runner-backend: invalid choice: 'flashinfer_trtlm'"),
+    ("off: {env: {SGLANG_ENABLE_JIT_DEEPGEMM: \"0\"}}",
+     "off: {env: {SGLANG_ENABLE_JIT_DEEPGEMM: \"0\", SGLANG_ENABLE_SPEC_V2: \"1\"}}",
+     "environment variables that sglang 0.5.23 does not define: SGLANG_ENABLE_SPEC_V2"),
+])
+def test_what_the_installed_version_lacks_is_rejected(sglang_python, tmp_path, old, new, expected):
+    text = SM120.read_text()
+    assert old in text
+    path = tmp_path / "m.yaml"
+    path.write_text(text.replace(old, new))
+    proc = validate(path, sglang_python)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert expected in proc.stderr
+    assert "REJECTED moe-" in proc.stderr and "(sglang 0.5.23)" in proc.stderr or "sglang 0.5.23 does not" in proc.stderr
+
+
+def test_without_sglang_it_says_what_it_could_not_check(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(SM120.read_text().replace("command: [sglang, serve]", "command: [/nonexistent/sglang, serve]"))
+    proc = validate(path, None)
+    assert proc.returncode == 0 and "SGLang: not checked" in proc.stdout
