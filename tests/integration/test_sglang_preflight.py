@@ -33,7 +33,7 @@ def test_the_story_matrix_passes_the_real_parser(sglang_python):
     # the seed's flag, renamed since: 0.5.23 no longer knows it
     ("--mamba-radix-cache-strategy: extra_buffer", "--mamba-scheduler-strategy: extra_buffer",
      "unrecognized arguments: --mamba-scheduler-strategy extra_buffer"),
-    ("{args: {--moe-runner-backend: flashinfer_trtllm}}", "{args: {--moe-runner-backend: flashinfer_trtlm}}",
+    ("args: {--moe-runner-backend: flashinfer_trtllm}", "args: {--moe-runner-backend: flashinfer_trtlm}",
      "argument --moe-runner-backend: invalid choice: 'flashinfer_trtlm'"),
     ("off: {env: {SGLANG_ENABLE_JIT_DEEPGEMM: \"0\"}}",
      "off: {env: {SGLANG_ENABLE_JIT_DEEPGEMM: \"0\", SGLANG_ENABLE_SPEC_V2: \"1\"}}",
