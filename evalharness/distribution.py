@@ -11,6 +11,7 @@ Where the engine returns no prompt log-probabilities, the file records why, and 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +46,24 @@ def load_prompts(path: Path = DEFAULT_PROMPTS) -> list[dict[str, str]]:
 
 
 def continuations(client: httpx.Client, base_url: str, model: str, prompts: list[dict[str, str]],
-                  max_tokens: int = 32) -> list[dict[str, str]]:
-    """The reference's greedy continuations (one request each)."""
-    out = []
-    for item in prompts:
+                  max_tokens: int = 32, concurrency: int = 4) -> list[dict[str, str]]:
+    """The reference's greedy continuations, a few requests at a time."""
+
+    def one(item: dict[str, str]) -> dict[str, str]:
         response = client.post(f"{base_url}/completions", json={"model": model, "prompt": item["prompt"],
                                                                 "max_tokens": max_tokens, "temperature": 0.0})
         response.raise_for_status()
-        out.append({"id": item["id"], "prompt": item["prompt"], "continuation": response.json()["choices"][0]["text"]})
-    return out
+        return {"id": item["id"], "prompt": item["prompt"], "continuation": response.json()["choices"][0]["text"]}
+
+    return _parallel(one, prompts, concurrency)
+
+
+def _parallel(function, items: list, concurrency: int) -> list:
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    try:
+        return list(pool.map(function, items))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for requests in flight
 
 
 def score(client: httpx.Client, base_url: str, model: str, item: dict[str, str], k: int = TOP_K) -> Scored:
@@ -127,7 +137,7 @@ def run_phase(base_url: str, model: str, cell_dir: Path, reference_dir: Path, is
         elif not cont_path.exists():
             return {"scored": 0, "error": "the reference cell has no continuations (it did not run or failed)"}
         items = [json.loads(line) for line in cont_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        scored = [score(client, base_url, model, item) for item in items]
+        scored = _parallel(lambda item: score(client, base_url, model, item), items, 4)
     save(cell_dir / "distribution.jsonl", scored)
     errors = [s.error for s in scored if s.error]
     return {"scored": len(scored) - len(errors), "error": errors[0] if errors else None}
