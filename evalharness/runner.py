@@ -235,7 +235,8 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         _quality_phase(matrix, state, progress, alive)
     if matrix.throughput is not None:
         _throughput_phase(matrix, engine, state, progress, alive)
-    state.phase = "done"
+    if state.status == "ok":
+        state.phase = "done"  # an error keeps the phase it happened in
     return server
 
 
