@@ -33,12 +33,12 @@ from evalharness.server import free_port  # noqa: E402
 
 DRIVER_OURS = """
 import asyncio, json, resource, sys, time
-from evalharness.load import LoadClient, summarize
+from evalharness.load import LoadClient, run_loop, summarize
 url, c, n, L = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 client = LoadClient(url + "/v1", "null", ignore_eos=True)
 t0 = time.perf_counter(); r0 = resource.getrusage(resource.RUSAGE_SELF)
-_, records = asyncio.run(client.run(requests=n, duration_s=None, concurrency=c, request_rate=None, input_len=16,
-                                    output_len=L, warmup=0))
+_, records = run_loop(client.run(requests=n, duration_s=None, concurrency=c, request_rate=None, input_len=16,
+                                 output_len=L, warmup=0))
 wall = time.perf_counter() - t0; r1 = resource.getrusage(resource.RUSAGE_SELF)
 s = summarize("x", records, concurrency=c, request_rate=None, input_len=16, output_len=L)
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
