@@ -7,8 +7,8 @@
    speculative decoding looks like on the wire). Reported: measured output tokens/s against the truth, and the mean
    inter-token latency against the truth (5 ms).
 
-Peers: vLLM's benchmark client (vllm.benchmarks.lib.endpoint_request_func, run in the engine environment), and
-SGLang's bench_serving client when an environment with sglang is given (--sglang-python).
+Peers: vLLM's benchmark client (vllm.benchmarks.lib.endpoint_request_func) and SGLang's bench_serving client
+(sglang.benchmark.serving), both run in the engine environment where scripts/setup.sh installed them.
 
     .venv/bin/python benchmarks/client_capacity.py [--requests 64 --output-len 2048 --concurrency 32]
 """
@@ -73,6 +73,35 @@ print(json.dumps({"tokens": tokens, "wall_s": wall, "cpu_s": cpu, "output_tok_s"
                   "itl_mean_s": sum(itls) / len(itls) if itls else None, "ok": len(ok)}))
 """
 
+DRIVER_SGLANG = """
+import argparse, asyncio, json, resource, sys, time
+import sglang.benchmark.serving as sv
+class Args(argparse.Namespace):
+    def __getattr__(self, name):  # bench_serving reads its CLI flags from a module-level `args`
+        return None
+sv.args = Args(disable_stream=False, disable_ignore_eos=False, return_logprob=False, top_logprobs_num=0)
+url, c, n, L = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+async def main():
+    sem = asyncio.Semaphore(c)
+    async def one(i):
+        async with sem:
+            inp = sv.RequestFuncInput(prompt="hello " * 16, api_url=url + "/v1/completions", prompt_len=16,
+                                      output_len=L, model="null", lora_name="", image_data=None, extra_request_body={})
+            return await sv.async_request_openai_completions(inp)
+    return await asyncio.gather(*(one(i) for i in range(n)))
+t0 = time.perf_counter(); r0 = resource.getrusage(resource.RUSAGE_SELF)
+outs = asyncio.run(main())
+wall = time.perf_counter() - t0; r1 = resource.getrusage(resource.RUSAGE_SELF)
+ok = [o for o in outs if o.success]
+tokens = sum(o.output_len for o in ok)  # bench_serving takes the requested length as the count
+span = max(o.start_time + o.latency for o in ok) - min(o.start_time for o in ok) if ok else 0
+itls = [g for o in ok for g in o.itl]
+cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+print(json.dumps({"tokens": tokens, "wall_s": wall, "cpu_s": cpu, "output_tok_s": tokens / span if span else 0,
+                  "itl_mean_s": sum(itls) / len(itls) if itls else None, "ok": len(ok),
+                  "error": None if ok else (outs[0].error if outs else "no output")}))
+"""
+
 
 def start_server(args: list[str], core: int | None) -> tuple[subprocess.Popen, str]:
     port = free_port()
@@ -104,7 +133,8 @@ def main() -> None:
     parser.add_argument("--output-len", type=int, default=2048)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--vllm-python", default=str(REPO / ".engine" / "venv" / "bin" / "python"))
-    parser.add_argument("--sglang-python", default=None, help="a python with sglang importable (optional peer)")
+    parser.add_argument("--sglang-python", default=str(REPO / ".engine" / "venv" / "bin" / "python"),
+                        help="a python with sglang importable, for SGLang's bench_serving client")
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = (cores[0], cores[1]) if len(cores) >= 2 else (None, None)
@@ -112,8 +142,9 @@ def main() -> None:
     clients = {"evalharness": (sys.executable, DRIVER_OURS)}
     if Path(args.vllm_python).exists():
         clients["vllm bench"] = (args.vllm_python, DRIVER_VLLM)
-    if args.sglang_python:
-        print("note: the SGLang peer driver is not written yet; skipping it")
+    if Path(args.sglang_python).exists() and subprocess.run(
+            [args.sglang_python, "-c", "import sglang.benchmark.serving"], capture_output=True).returncode == 0:
+        clients["sglang bench"] = (args.sglang_python, DRIVER_SGLANG)
 
     print(f"# capacity: {args.requests} requests x {args.output_len} tokens, concurrency {args.concurrency}, "
           f"1 token per chunk; server on core {server_core}, client on core {client_core}")
@@ -125,8 +156,8 @@ def main() -> None:
             result = run_client(python, driver, url, args.concurrency, args.requests, args.output_len, client_core)
             truth = httpx.get(f"{url}/truth").json()
             capacity[name] = result
-            if "error" in result:
-                print(f"{name:12s} failed: {result['error']}")
+            if result.get("error") or not result.get("tokens"):
+                print(f"{name:12s} failed: {result.get('error')}")
                 continue
             print(f"{name:12s} {result['tokens'] / result['wall_s']:10.0f} tok/s wall  "
                   f"{result['tokens'] / max(result['cpu_s'], 1e-9):10.0f} tok/CPU-s  "
@@ -135,8 +166,8 @@ def main() -> None:
         server.terminate()
         server.wait(10)
     ours = capacity.get("evalharness", {})
-    peers = {k: v for k, v in capacity.items() if k != "evalharness" and "error" not in v}
-    if "error" not in ours and peers:
+    peers = {k: v for k, v in capacity.items() if k != "evalharness" and v.get("tokens") and not v.get("error")}
+    if ours.get("tokens") and peers:
         best_name, best = max(peers.items(), key=lambda kv: kv[1]["tokens"] / kv[1]["cpu_s"])
         print(f"ratio vs best peer ({best_name}): wall {ours['tokens'] / ours['wall_s'] / (best['tokens'] / best['wall_s']):.2f}x, "
               f"per CPU-second {ours['tokens'] / ours['cpu_s'] / (best['tokens'] / best['cpu_s']):.2f}x")
@@ -149,8 +180,8 @@ def main() -> None:
                 httpx.post(f"{url}/truth/reset")
                 result = run_client(python, driver, url, 4, 16, 256, client_core)
                 truth = httpx.get(f"{url}/truth").json()
-                if "error" in result:
-                    print(f"k={k} {name:12s} failed: {result['error']}")
+                if result.get("error") or not result.get("tokens"):
+                    print(f"k={k} {name:12s} failed: {result.get('error')}")
                     continue
                 err = result["output_tok_s"] / truth["output_tok_s"] - 1
                 itl = result["itl_mean_s"]

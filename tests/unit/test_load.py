@@ -108,3 +108,32 @@ def test_bench_command(null_server, tmp_path, capsys):
     assert "| c1 | c=1 | 8/8 |" in table and "| c4 | c=4 | 8/8 |" in table
     saved = json.loads(out.read_text())
     assert [s["name"] for s in saved] == ["c1", "c4"] and saved[1]["output_tokens"] == 8 * 64
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "1", "--token-rate", "50"]], indirect=True)
+def test_a_signal_during_a_scenario_interrupts_it(null_server):
+    """The runner turns SIGINT/SIGTERM into an exception raised by a signal handler; the event loop must let it out
+    (uvloop does not), or a Ctrl-C during throughput would be lost."""
+    import os
+    import signal
+    import threading
+
+    def handler(signum, frame):
+        raise _Stop(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    begin = time.monotonic()
+    try:
+        timer.start()
+        with pytest.raises(_Stop):
+            run_scenario(LoadClient(f"{null_server}/v1", "null"), name="t", concurrency=2, request_rate=None,
+                         input_len=8, output_len=512, requests=8, duration_s=None, warmup=0)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGTERM, previous)
+    assert time.monotonic() - begin < 5  # 8 x 512 tokens at 50 tok/s would take 40 s
