@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from evalharness import distribution as dist
+from evalharness.probes import reference_outputs
 from evalharness.stats import mcnemar_exact, paired_bootstrap
 
 
@@ -156,8 +157,6 @@ def probe_agreement(reference: list, cell: list) -> Agreement | None:
 
 def cell_drift(run, cell_id: str, run_dir: Path) -> CellDrift:
     """Everything that says how far one cell drifted from the run's reference cell."""
-    from evalharness.probes import reference_outputs
-
     reference = run.cells[run.reference]
     cell = run.cells[cell_id]
     drift = CellDrift(cell=cell_id)

@@ -34,11 +34,6 @@ class TaskScore(BaseModel):
     samples: str | None = None  # relative to the run folder
 
 
-class QualitySummary(BaseModel):
-    tasks: list[TaskScore] = []
-    seconds: float = 0.0
-
-
 class ServerDied(Exception):
     """The engine exited while a phase was talking to it."""
 
@@ -110,12 +105,10 @@ def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run
                 server_alive: Callable[[], bool], *, include_path: str | None, include_defaults: bool, api: str,
                 tokenizer: str,
                 concurrency: int, limit: int | None, request_timeout_s: float, task_timeout_s: float,
-                retries: int, done: list[TaskScore]) -> QualitySummary:
+                retries: int, done: list[TaskScore]) -> None:
     """Every task in order; each finished task is appended to `done` at once, so a crash keeps what was finished."""
-    begin = time.monotonic()
     spec = {"include_path": include_path, "include_defaults": include_defaults, "base_url": base_url,
             "model": model, "api": api, "tokenizer": tokenizer, "concurrency": concurrency, "limit": limit, "timeout_s": request_timeout_s,
             "max_retries": 5}
     for task in tasks:
         done.append(run_task(task, spec, cell_dir / "quality" / task, run_dir, server_alive, retries, task_timeout_s))
-    return QualitySummary(tasks=list(done), seconds=round(time.monotonic() - begin, 2))

@@ -7,11 +7,13 @@ fence is longer than any backtick run inside.
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from evalharness.compare import ParetoPoint, asked_names, pareto_front, resolved_differences
-from evalharness.results import CellResult, RunResult
+from evalharness.results import CellResult, RunResult, atomic_write_text
 
 _MD_SPECIAL = re.compile(r"([\\*_\[\]#~!])")
 
@@ -372,11 +374,7 @@ def _crashes_section(run: RunResult) -> list[str]:
 def render_all(run: RunResult, out_dir) -> None:
     """report.md, summary.md, results.csv and pareto.png from the saved run; the summary also goes to
     $GITHUB_STEP_SUMMARY when it is set (appended, as GitHub expects)."""
-    import os
-    from pathlib import Path
-
-    from evalharness.exports import write_csv, write_plot
-    from evalharness.results import atomic_write_text
+    from evalharness.exports import write_csv, write_plot  # exports renders with this module's pareto_points
 
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "report.md", render_markdown(run))

@@ -31,7 +31,6 @@ from evalharness.results import (
     RunMeta,
     RunResult,
     TeardownRecord,
-    atomic_write_text,
     git_revision,
     harness_versions,
     load_run,
@@ -45,7 +44,6 @@ from evalharness.results import (
 from evalharness.server import LaunchError, ServerProcess, free_port, gpu_memory_released, gpu_memory_used_mib
 from evalharness.spec import Cell, Matrix
 
-UNIMPLEMENTED_SECTIONS: tuple[str, ...] = ()
 
 
 class Interrupted(Exception):
@@ -391,11 +389,14 @@ def _masked_matrix(matrix: Matrix) -> dict:
     return data
 
 
-def refresh_drift(run: RunResult, out_dir: Path) -> None:
-    """Drift of every finished cell against the reference, from the saved per-sample files (cheap; idempotent)."""
+def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> None:
+    """Drift against the reference, from the saved per-sample files: of `only` (the cell just finished; the run loop
+    runs the reference first) or of every finished cell (`report`, `gate`)."""
     if run.reference not in run.cells:
         return
     for cid, cell in run.cells.items():
+        if only is not None and cid != only:
+            continue
         if cell.status in ("ok", "garbage") and cid != run.reference:
             try:
                 cell.drift = cell_drift(run, cid, out_dir)
@@ -417,9 +418,6 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
     except OSError as exc:
         raise RunError(f"cannot create the output folder {out_dir}: {exc.strerror or exc}") from None
     run = prepare_run(matrix, cells, reference, matrix_path, out_dir, resume)
-    unused = [name for name in UNIMPLEMENTED_SECTIONS if getattr(matrix, name) is not None]
-    if unused:
-        run.notes.append(f"Sections validated but not run by this version of evalharness: {', '.join(unused)}.")
     if matrix.probes.enabled:
         try:
             load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
@@ -439,7 +437,8 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                 result = run_cell(matrix, cell, engine, out_dir, progress, reference.id)
                 with INTERRUPT.deferred():
                     run.cells[cell.id] = result
-                    refresh_drift(run, out_dir)
+                    # a reference re-run on resume makes every other cell's drift stale
+                    refresh_drift(run, out_dir, only=None if cell.id == reference.id else cell.id)
                     if result.status == "ok" and result.resolved.get("version") and not run.meta.engine_version:
                         run.meta.engine_version = str(result.resolved["version"])
                     write_outputs(run, out_dir)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
@@ -22,7 +22,6 @@ class LaunchPlan:
     base_url: str  # the OpenAI-compatible root, http://host:port/v1
     health_path: str
     served_model_name: str
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Engine(Protocol):

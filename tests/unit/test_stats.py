@@ -1,6 +1,5 @@
 """Statistics against hand-computed cases, the Pareto front, and the gate's decisions on hand-made sample files."""
 
-import json
 import math
 
 import pytest
