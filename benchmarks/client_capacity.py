@@ -127,28 +127,11 @@ def run_client(python: str, driver: str, url: str, c: int, n: int, length: int, 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=64)
-    parser.add_argument("--output-len", type=int, default=2048)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--vllm-python", default=str(REPO / ".engine" / "venv" / "bin" / "python"))
-    parser.add_argument("--sglang-python", default=str(REPO / ".engine" / "venv" / "bin" / "python"),
-                        help="a python with sglang importable, for SGLang's bench_serving client")
-    args = parser.parse_args()
-    cores = sorted(os.sched_getaffinity(0))
-    server_core, client_core = (cores[0], cores[1]) if len(cores) >= 2 else (None, None)
-
-    clients = {"evalharness": (sys.executable, DRIVER_OURS)}
-    if Path(args.vllm_python).exists():
-        clients["vllm bench"] = (args.vllm_python, DRIVER_VLLM)
-    if Path(args.sglang_python).exists() and subprocess.run(
-            [args.sglang_python, "-c", "import sglang.benchmark.serving"], capture_output=True).returncode == 0:
-        clients["sglang bench"] = (args.sglang_python, DRIVER_SGLANG)
-
-    print(f"# capacity: {args.requests} requests x {args.output_len} tokens, concurrency {args.concurrency}, "
-          f"1 token per chunk; server on core {server_core}, client on core {client_core}")
-    server, url = start_server(["--token-rate", "0", "--tokens-per-chunk", "1", "--burst", "64"], server_core)
+def measure_capacity(clients: dict, args: argparse.Namespace, burst: int, server_core, client_core) -> dict:
+    print(f"\n# capacity: {args.requests} requests x {args.output_len} tokens, concurrency {args.concurrency}, "
+          f"1 token per chunk, {burst} chunk(s) per server write; server on core {server_core}, "
+          f"client on core {client_core}")
+    server, url = start_server(["--token-rate", "0", "--tokens-per-chunk", "1", "--burst", str(burst)], server_core)
     capacity = {}
     try:
         for name, (python, driver) in clients.items():
@@ -165,12 +148,40 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(10)
-    ours = capacity.get("evalharness", {})
-    peers = {k: v for k, v in capacity.items() if k != "evalharness" and v.get("tokens") and not v.get("error")}
-    if ours.get("tokens") and peers:
-        best_name, best = max(peers.items(), key=lambda kv: kv[1]["tokens"] / kv[1]["cpu_s"])
-        print(f"ratio vs best peer ({best_name}): wall {ours['tokens'] / ours['wall_s'] / (best['tokens'] / best['wall_s']):.2f}x, "
-              f"per CPU-second {ours['tokens'] / ours['cpu_s'] / (best['tokens'] / best['cpu_s']):.2f}x")
+    return capacity
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=256)
+    parser.add_argument("--output-len", type=int, default=2048)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--vllm-python", default=str(REPO / ".engine" / "venv" / "bin" / "python"))
+    parser.add_argument("--sglang-python", default=str(REPO / ".engine" / "venv" / "bin" / "python"),
+                        help="a python with sglang importable, for SGLang's bench_serving client")
+    parser.add_argument("--bursts", type=lambda v: [int(x) for x in v.split(",")], default=[64, 1],
+                        help="chunks per server write: 64 (many events per read: the client's per-event cost) and 1 "
+                             "(one event per read, the server then often the bottleneck: read tok/CPU-s)")
+    args = parser.parse_args()
+    cores = sorted(os.sched_getaffinity(0))
+    server_core, client_core = (cores[0], cores[1]) if len(cores) >= 2 else (None, None)
+
+    clients = {"evalharness": (sys.executable, DRIVER_OURS)}
+    if Path(args.vllm_python).exists():
+        clients["vllm bench"] = (args.vllm_python, DRIVER_VLLM)
+    if Path(args.sglang_python).exists() and subprocess.run(
+            [args.sglang_python, "-c", "import sglang.benchmark.serving"], capture_output=True).returncode == 0:
+        clients["sglang bench"] = (args.sglang_python, DRIVER_SGLANG)
+
+    for burst in args.bursts:
+        capacity = measure_capacity(clients, args, burst, server_core, client_core)
+        ours = capacity.get("evalharness", {})
+        peers = {k: v for k, v in capacity.items() if k != "evalharness" and v.get("tokens") and not v.get("error")}
+        if ours.get("tokens") and peers:
+            best_name, best = max(peers.items(), key=lambda kv: kv[1]["tokens"] / kv[1]["cpu_s"])
+            print(f"ratio vs best peer ({best_name}): "
+                  f"wall {ours['tokens'] / ours['wall_s'] / (best['tokens'] / best['wall_s']):.2f}x, "
+                  f"per CPU-second {ours['tokens'] / ours['cpu_s'] / (best['tokens'] / best['cpu_s']):.2f}x")
 
     print("\n# error: 200 tokens/s per request, concurrency 4, 16 requests x 256 tokens; truth ITL 5.00 ms")
     for k in (1, 2, 4):

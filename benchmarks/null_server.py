@@ -2,7 +2,7 @@
 
 It does no inference: each request streams `max_tokens` tokens ("tok0 tok1 ..."; one word is one token, so a
 tokenizer-based fallback counts them right), `tokens_per_chunk` at a time, at `token_rate` tokens per second per
-request (0: as fast as it can), with usage in the final chunk, and per chunk when the client asks for
+request (0: as fast as it can, from bytes rendered once per request shape), with usage in the final chunk, and per chunk when the client asks for
 continuous_usage_stats (as vLLM does) unless `--no-continuous-usage`. GET /truth returns what it sent: tokens, first
 and last chunk times per request, on the server's monotonic clock; POST /truth/reset clears it.
 
@@ -28,6 +28,7 @@ class NullServer:
         self.continuous_usage = continuous_usage
         self.send_usage = send_usage
         self.requests: list[dict] = []
+        self._rendered: dict[tuple, list[bytes]] = {}
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -79,6 +80,9 @@ class NullServer:
                                       "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": total}})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
+        if self.token_rate <= 0:
+            return await self._stream_prerendered(response, record, total, prompt_tokens, chat, continuous,
+                                                  bool(self.send_usage and options.get("include_usage")))
         sent = 0
         start = time.monotonic()
         pending: list[bytes] = []
@@ -107,6 +111,37 @@ class NullServer:
             final = {"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": sent}}
             await response.write(b"data: " + json.dumps(final).encode() + b"\n\n")
         await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+    async def _stream_prerendered(self, response: web.StreamResponse, record: dict, total: int, prompt_tokens: int,
+                                  chat: bool, continuous: bool, final_usage: bool) -> web.StreamResponse:
+        """As fast as it can: the same bytes as the paced path, rendered once per shape and written `burst` events
+        at a time, so that the server costs far less per token than any client (the capacity benchmark needs the
+        client to be the bottleneck)."""
+        key = (total, prompt_tokens, chat, continuous, final_usage)
+        writes = self._rendered.get(key)
+        if writes is None:
+            events = []
+            for sent in range(1, total + 1):
+                text = f" tok{sent - 1}"
+                choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+                chunk: dict = {"object": "chat.completion.chunk" if chat else "text_completion", "choices": [choice]}
+                if continuous:
+                    chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": sent}
+                events.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            if final_usage:
+                final = {"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": total}}
+                events.append(b"data: " + json.dumps(final).encode() + b"\n\n")
+            events.append(b"data: [DONE]\n\n")
+            writes = [b"".join(events[i:i + self.burst]) for i in range(0, len(events), self.burst)]
+            self._rendered[key] = writes
+        record["first"] = time.monotonic()
+        for data in writes:
+            await response.write(data)
+        record["last"] = time.monotonic()
+        record["tokens"] = total
         await response.write_eof()
         return response
 

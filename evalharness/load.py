@@ -6,9 +6,11 @@ speed itself, and timing one gap per chunk overstates inter-token latency by the
   continuous_usage_stats where the engine sends it (vLLM does); where a chunk's own count is unknown, the request's
   usage total is spread evenly over its chunks; without usage, the engine's /tokenize counts the text; never the chunks;
 - a chunk carrying k tokens after a gap g contributes k inter-token gaps of g/k; the first chunk's tokens belong to
-  the time to first token;
+  the time to first token; a "chunk" is an arrival: events that came in one socket read arrived at the same moment
+  and count as one (so a client falling behind shows as larger chunks, not as zero gaps);
 - TPOT is (end-to-end - TTFT) / (tokens after the first chunk), and per-request decode tokens/s is its inverse.
-The client is asyncio + aiohttp with a hand-rolled SSE line reader (benchmarks/ measures its capacity).
+The client is asyncio with its own HTTP/1.1 streaming client (stream_http.py) and an SSE reader that, when every event carries usage, reads the count
+without parsing the JSON (benchmarks/ measures its capacity).
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
-import aiohttp
 from pydantic import BaseModel
+
+from evalharness.stream_http import StreamClient, StreamClosed
 
 import orjson
 
@@ -71,7 +76,7 @@ class ScenarioResult(BaseModel):
     itl_s: Percentiles
     e2e_s: Percentiles
     token_sources: dict[str, int] = {}
-    tokens_per_chunk: float | None = None
+    tokens_per_chunk: float | None = None  # per arrival: events that came in one read count as one chunk
     engine: dict[str, Any] = {}  # the engine's own figures for this scenario, e.g. speculative acceptance
 
 
@@ -174,6 +179,124 @@ def synthetic_prompt(input_len: int, seed: int) -> str:
     return " ".join(rng.choice(words) for _ in range(max(1, input_len)))
 
 
+_COMPLETION_KEY = b'"completion_tokens":'
+_COMPLETION_COUNT = re.compile(rb'"completion_tokens":\s*(\d+)')
+_PROMPT_COUNT = re.compile(rb'"prompt_tokens":\s*(\d+)')
+
+
+@dataclass
+class _StreamState:
+    """What one request's stream has told so far, across reads."""
+
+    usage_tokens: int = 0  # the running completion-token count from the server's usage
+    done: bool = False
+    error: str | None = None
+
+
+class _SSEReader:
+    """Splits a stream's reads into complete SSE lines and records them (carries the incomplete tail across reads)."""
+
+    def __init__(self, record: RequestRecord, stream: _StreamState):
+        self.record = record
+        self.stream = stream
+        self.buffer = b""
+
+    def feed(self, now: float, data: bytes) -> bool:
+        buffer = self.buffer + data if self.buffer else data
+        cut = buffer.rfind(b"\n")
+        if cut < 0:
+            self.buffer = buffer
+            return False
+        self.buffer = buffer[cut + 1:]
+        ingest_block(self.record, self.stream, buffer[: cut + 1], now)
+        if self.stream.done or self.stream.error is not None:
+            self.record.end = now  # the last byte's arrival, not the moment the waiting task next runs
+            return True
+        return False
+
+
+def _is_done(block: bytes) -> bool:
+    # A newline inside model text is escaped in JSON, so a raw one followed by the marker starts a real line.
+    return block.startswith(b"data: [DONE]") or b"\ndata: [DONE]" in block
+
+
+def ingest_block(record: RequestRecord, stream: _StreamState, block: bytes, now: float) -> None:
+    """Record the complete SSE lines of one read, all of which arrived at `now` (the client's hot path).
+
+    Fast path, no JSON parse: when every data event in the block carries usage (vLLM's continuous_usage_stats), the
+    tokens that arrived are the last usage count minus the previous one. Sound because model text is JSON-escaped:
+    an unescaped `"completion_tokens":` can only be a key, and a raw newline only a line break. Anything else (a
+    server without per-chunk usage, an error event, text that happens to contain "data:") takes the per-line parse.
+    """
+    events = block.count(b"data:")
+    done = _is_done(block)
+    if events and b'"error"' not in block and block.count(_COMPLETION_KEY) == events - done:
+        last = _COMPLETION_COUNT.match(block, block.rfind(_COMPLETION_KEY))
+        if last is not None and int(last.group(1)) >= stream.usage_tokens:
+            count = int(last.group(1))
+            if count > stream.usage_tokens:
+                if record.ttft is None:
+                    record.ttft = now - record.start
+                record.chunk_times.append(now)
+                record.chunk_tokens.append(count - stream.usage_tokens)
+            stream.usage_tokens = record.completion_tokens = count
+            prompt = _PROMPT_COUNT.match(block, max(0, block.rfind(b'"prompt_tokens":')))
+            if prompt is not None:
+                record.prompt_tokens = int(prompt.group(1))
+            stream.done = done
+            return
+    _ingest_lines(record, stream, block, now)
+
+
+def _ingest_lines(record: RequestRecord, stream: _StreamState, block: bytes, now: float) -> None:
+    """The general path: parse each data event; what the block's events carried becomes one chunk."""
+    arrived = 0
+    arrived_known = True
+    texts: list[str] = []
+    for line in block.split(b"\n"):
+        if line[:5] != b"data:":
+            continue  # blank separators, comments (": keep-alive"), event names
+        payload = line[5:].strip()
+        if payload == b"[DONE]":
+            stream.done = True
+            break
+        event = _loads(payload)
+        if not isinstance(event, dict):
+            raise ValueError(f"an event that is not a JSON object: {payload[:80]!r}")
+        if event.get("error"):
+            error = event["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            stream.error = f"stream_error: {str(message)[:200]}"
+            break
+        usage = event.get("usage")
+        count = usage.get("completion_tokens") if usage else None
+        text = None
+        choices = event.get("choices")
+        if choices:
+            first = choices[0]
+            text = first.get("text")
+            if text is None:
+                delta = first.get("delta")
+                text = delta.get("content") if delta else None
+        if count is not None:
+            if count > stream.usage_tokens:
+                arrived += count - stream.usage_tokens
+            stream.usage_tokens = record.completion_tokens = max(count, stream.usage_tokens)
+        elif text:
+            arrived_known = False
+        if text:
+            texts.append(text)
+        if usage and usage.get("prompt_tokens") is not None:
+            record.prompt_tokens = usage["prompt_tokens"]
+    if arrived or texts:
+        if record.ttft is None:
+            record.ttft = now - record.start
+        record.chunk_times.append(now)
+        record.chunk_tokens.append(arrived if arrived_known else None)
+        if not arrived_known:
+            record.text_parts.extend(texts)  # only needed if the tokenizer must count at the end
+
+
 class LoadClient:
     """Sends streamed completions to an OpenAI-compatible endpoint and records what arrives, chunk by chunk."""
 
@@ -199,36 +322,30 @@ class LoadClient:
             body["prompt"] = prompt
         return body
 
-    async def one(self, session: aiohttp.ClientSession, prompt: str, output_len: int) -> RequestRecord:
-        url = f"{self.base_url}/chat/completions" if self.api == "chat" else f"{self.base_url}/completions"
+    async def one(self, http: StreamClient, prompt: str, output_len: int) -> RequestRecord:
+        path = "/chat/completions" if self.api == "chat" else "/completions"
         record = RequestRecord(start=time.perf_counter())
-        previous_usage = 0
+        stream = _StreamState()
+        response = None
         try:
-            async with session.post(url, json=self.payload(prompt, output_len)) as response:
-                if response.status != 200:
-                    record.error = f"http_{response.status}: {(await response.text())[:200]}"
-                    return record
-                # Read whatever bytes arrived and split the events ourselves: line-by-line reads cost more than
-                # the parsing. Every event in one read arrived at the same moment, and is stamped so.
-                buffer = b""
-                done = False
-                async for data in response.content.iter_any():
-                    now = time.perf_counter()
-                    buffer += data
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if line[:5] != b"data:":
-                            continue
-                        payload = line[5:].strip()
-                        if payload == b"[DONE]":
-                            done = True
-                            break
-                        previous_usage = self._event(record, _loads(payload), now, previous_usage)
-                    if done:
-                        break
-            record.end = time.perf_counter()
+            response = await http.post(path, self.payload(prompt, output_len))
+            if response.status != 200:
+                record.error = f"http_{response.status}: {(await response.body())[:200].decode(errors='replace')}"
+                return record
+            # Every read is stamped with the moment its bytes arrived and is one arrival (one chunk), however
+            # many events it holds; it is read in the connection's callback, with no task wake-up per read.
+            await response.consume(_SSEReader(record, stream).feed)
+            record.end = record.end or time.perf_counter()
+            if stream.done:
+                await response.finish(grace_s=1.0)  # the end of the HTTP body, so the connection can be reused
+            if stream.error:
+                record.error = stream.error
+                return record
+            if not stream.done:
+                record.error = "truncated: the stream ended before data: [DONE]"
+                return record
             if record.completion_tokens is None:
-                record.completion_tokens = await self._count_with_tokenizer(session, "".join(record.text_parts))
+                record.completion_tokens = await self._count_with_tokenizer("".join(record.text_parts))
                 record.token_source = "tokenizer"
             if record.completion_tokens is None:
                 record.error = "no_token_count: the server sent no usage and has no /tokenize endpoint"
@@ -236,66 +353,46 @@ class LoadClient:
             record.ok = True
         except asyncio.TimeoutError:
             record.error = "timeout: no answer within the request timeout"
-        except aiohttp.ClientError as exc:
-            record.error = f"{type(exc).__name__}: {exc}"
+        except StreamClosed as exc:
+            record.error = str(exc)
+        except OSError as exc:
+            record.error = f"connect_error: {exc}"
         except ValueError as exc:
             record.error = f"bad_chunk: {exc}"
         finally:
             if not record.end:
                 record.end = time.perf_counter()
+            if response is not None:
+                response.close()
         return record
 
-    @staticmethod
-    def _event(record: RequestRecord, chunk: dict[str, Any], now: float, previous_usage: int) -> int:
-        """Record one streamed event; returns the running completion-token count from usage. (The hot path of the
-        client: one call per chunk, kept to the few lookups it needs.)"""
-        usage = chunk.get("usage")
-        choices = chunk.get("choices")
-        if choices:
-            first = choices[0]
-            text = first.get("text")
-            if text is None:
-                delta = first.get("delta")
-                text = delta.get("content") if delta else None
-            if text:
-                if record.ttft is None:
-                    record.ttft = now - record.start
-                record.chunk_times.append(now)
-                count = usage.get("completion_tokens") if usage else None
-                if count is None:
-                    record.chunk_tokens.append(None)
-                    record.text_parts.append(text)  # only needed if the tokenizer must count at the end
-                else:
-                    record.chunk_tokens.append(count - previous_usage)
-        if usage:
-            count = usage.get("completion_tokens")
-            if count is not None:
-                previous_usage = record.completion_tokens = count
-            record.prompt_tokens = usage.get("prompt_tokens", record.prompt_tokens)
-        return previous_usage
-
-    async def _count_with_tokenizer(self, session: aiohttp.ClientSession, text: str) -> int | None:
+    async def _count_with_tokenizer(self, text: str) -> int | None:
         if not self.tokenize_url:
             return None
+        parts = urlsplit(self.tokenize_url)
+        tokenizer = StreamClient(f"{parts.scheme}://{parts.netloc}", timeout_s=self.timeout_s)
         try:
-            async with session.post(self.tokenize_url, json={"model": self.model, "prompt": text,
-                                                             "add_special_tokens": False}) as response:
+            response = await tokenizer.post(parts.path, {"model": self.model, "prompt": text,
+                                                         "add_special_tokens": False})
+            try:
                 if response.status != 200:
                     return None
                 data = await response.json()
-                return data.get("count") if "count" in data else len(data.get("tokens", []))
-        except (aiohttp.ClientError, ValueError):
+            finally:
+                response.close()
+            return data.get("count") if "count" in data else len(data.get("tokens", []))
+        except (asyncio.TimeoutError, StreamClosed, OSError, ValueError):
             return None
+        finally:
+            tokenizer.close()
 
     async def run(self, *, requests: int | None, duration_s: float | None, concurrency: int | None,
                   request_rate: float | None, input_len: int, output_len: int, warmup: int = 1,
                   seed: int = 0) -> tuple[list[RequestRecord], list[RequestRecord]]:
         """(warm-up records, measured records). Concurrency mode keeps N requests in flight; rate mode sends Poisson
         arrivals. Stops after `requests` measured requests, or when `duration_s` has passed (whichever is set)."""
-        limit = max(1, (concurrency or 0) or 256)
-        connector = aiohttp.TCPConnector(limit=limit + 8, force_close=False)
-        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        session = StreamClient(self.base_url, timeout_s=self.timeout_s)
+        try:
             warm = [await self.one(session, synthetic_prompt(input_len, seed + i), output_len) for i in range(warmup)]
             total = requests if requests is not None else 10**9
             deadline = time.perf_counter() + duration_s if duration_s else None
@@ -325,6 +422,8 @@ class LoadClient:
 
                 await asyncio.gather(*(worker() for _ in range(concurrency or 1)))
             return warm, measured
+        finally:
+            session.close()
 
 
 def run_loop(coroutine):

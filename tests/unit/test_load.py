@@ -11,7 +11,16 @@ import httpx
 import pytest
 
 from evalharness.cli import main
-from evalharness.load import LoadClient, RequestRecord, chunk_token_counts, percentiles, request_timings, run_scenario
+from evalharness.load import (
+    LoadClient,
+    RequestRecord,
+    _StreamState,
+    chunk_token_counts,
+    ingest_block,
+    percentiles,
+    request_timings,
+    run_scenario,
+)
 from evalharness.server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,6 +47,54 @@ def test_a_chunk_of_k_tokens_gives_k_gaps():
     gaps, tpot, rate = request_timings(record, [2, 4, 1])
     assert gaps == pytest.approx([0.1] * 5)
     assert tpot == pytest.approx(0.5 / 5) and rate == pytest.approx(10.0)
+
+
+def _event(text, count=None, prompt=7):
+    body = {"choices": [{"index": 0, "text": text}]}
+    if count is not None:
+        body["usage"] = {"prompt_tokens": prompt, "completion_tokens": count}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _ingest(*blocks):
+    """Feed blocks (one per read, at t=1, 2, ...) and return what was recorded."""
+    record, stream = RequestRecord(start=0.0), _StreamState()
+    for t, block in enumerate(blocks, start=1):
+        ingest_block(record, stream, block, float(t))
+    return record, stream
+
+
+def test_one_read_is_one_arrival_with_the_usage_delta():
+    record, stream = _ingest(_event("a", 1), _event(" b", 2) + _event(" c d", 4),
+                             b'data: {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 4}}\n\n'
+                             b"data: [DONE]\n\n")
+    assert record.chunk_times == [1.0, 2.0] and record.chunk_tokens == [1, 3]
+    assert (record.completion_tokens, record.prompt_tokens, record.ttft, stream.done) == (4, 7, 1.0, True)
+
+
+def test_text_that_looks_like_the_protocol_is_not_mistaken_for_it():
+    # JSON escapes the quotes and newlines of model text; raw "data:" and "[DONE]" in it push the block to the full
+    # parse, which must count the same tokens
+    tricky = 'data: [DONE] "completion_tokens": 99\n{"error": 1}'
+    record, stream = _ingest(_event(tricky, 1), _event("x", 2) + b"data: [DONE]\n\n")
+    assert record.chunk_tokens == [1, 1] and record.completion_tokens == 2 and stream.done and not stream.error
+
+
+def test_without_per_chunk_usage_the_text_is_kept_for_the_tokenizer():
+    record, stream = _ingest(_event("a b"), _event(" c") + _event(" d"))
+    assert record.chunk_tokens == [None, None] and record.text_parts == ["a b", " c", " d"]
+    assert record.completion_tokens is None and not stream.done
+
+
+def test_an_error_event_in_the_stream_is_an_error():
+    record, stream = _ingest(_event("a", 1), b'data: {"error": {"message": "engine died", "code": 500}}\n\n')
+    assert stream.error == "stream_error: engine died"
+
+
+@pytest.mark.parametrize("block", [b"data: [1, 2]\n\n", b"data: {not json\n\n"])
+def test_a_malformed_event_raises_value_error(block):
+    with pytest.raises(ValueError):
+        _ingest(block)
 
 
 @pytest.fixture()
@@ -77,7 +134,8 @@ def test_throughput_matches_the_truth_whatever_the_chunking(null_server, k):
     result, truth = _measure(null_server, concurrency=4, requests=12, output_len=256)
     assert result.completed == 12 and result.output_tokens == truth["tokens"] == 12 * 256
     assert result.output_tok_s == pytest.approx(truth["output_tok_s"], rel=0.01)
-    assert result.tokens_per_chunk == pytest.approx(k)
+    # events that land in one read are one arrival, so a busy client may see slightly larger chunks, never smaller
+    assert k <= result.tokens_per_chunk < k * 1.05
     # 200 tokens/s per request is 5 ms per token, whatever the number of tokens per chunk
     assert result.itl_s.mean == pytest.approx(0.005, rel=0.05)
     assert result.tpot_s.p50 == pytest.approx(0.005, rel=0.05)
