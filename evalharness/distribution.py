@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
+from evalharness.retries import RequestFailed, RequestSender, RequestTally
 from evalharness.stats import quantile, topk_kl
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "tasks" / "probes" / "distribution.jsonl"
@@ -45,15 +46,14 @@ def load_prompts(path: Path = DEFAULT_PROMPTS) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def continuations(client: httpx.Client, base_url: str, model: str, prompts: list[dict[str, str]],
+def continuations(sender: RequestSender, base_url: str, model: str, prompts: list[dict[str, str]],
                   max_tokens: int = 32, concurrency: int = 4) -> list[dict[str, str]]:
-    """The reference's greedy continuations, a few requests at a time."""
+    """The reference's greedy continuations, a few requests at a time (RequestFailed if any fails)."""
 
     def one(item: dict[str, str]) -> dict[str, str]:
-        response = client.post(f"{base_url}/completions", json={"model": model, "prompt": item["prompt"],
-                                                                "max_tokens": max_tokens, "temperature": 0.0})
-        response.raise_for_status()
-        return {"id": item["id"], "prompt": item["prompt"], "continuation": response.json()["choices"][0]["text"]}
+        data = sender.post_json(f"{base_url}/completions", {"model": model, "prompt": item["prompt"],
+                                                             "max_tokens": max_tokens, "temperature": 0.0})
+        return {"id": item["id"], "prompt": item["prompt"], "continuation": data["choices"][0]["text"]}
 
     return _parallel(one, prompts, concurrency)
 
@@ -66,17 +66,17 @@ def _parallel(function, items: list, concurrency: int) -> list:
         pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for requests in flight
 
 
-def score(client: httpx.Client, base_url: str, model: str, item: dict[str, str], k: int = TOP_K) -> Scored:
+def score(sender: RequestSender, base_url: str, model: str, item: dict[str, str], k: int = TOP_K) -> Scored:
     """Top-k log-probabilities at each continuation position of prompt + continuation, from the engine's echo."""
     text = item["prompt"] + item["continuation"]
     try:
-        response = client.post(f"{base_url}/completions", json={
+        data = sender.post_json(f"{base_url}/completions", {
             "model": model, "prompt": text, "max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": k})
-        if response.status_code != 200:
-            return Scored(id=item["id"], error=f"http {response.status_code}: {response.text[:200]}")
-        logprobs = response.json()["choices"][0].get("logprobs") or {}
-    except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:
-        return Scored(id=item["id"], error=f"{type(exc).__name__}: {exc}")
+        logprobs = data["choices"][0].get("logprobs") or {}
+    except RequestFailed as exc:
+        return Scored(id=item["id"], error=str(exc))
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        return Scored(id=item["id"], error=f"bad_answer: {type(exc).__name__}: {exc}")
     offsets = logprobs.get("text_offset") or []
     tokens = logprobs.get("tokens") or []
     tops = logprobs.get("top_logprobs") or []
@@ -123,21 +123,26 @@ def load(path: Path) -> list[Scored]:
 
 
 def run_phase(base_url: str, model: str, cell_dir: Path, reference_dir: Path, is_reference: bool,
-              timeout_s: float, prompts_path: Path | None = None, max_tokens: int = 32) -> dict[str, Any]:
-    """The cell's part: the reference writes continuations first; every cell scores them. Returns a small summary."""
+              timeout_s: float, prompts_path: Path | None = None, max_tokens: int = 32, retries: int = 2,
+              hung_after: int = 3) -> tuple[dict[str, Any], RequestTally]:
+    """The cell's part: the reference writes continuations first; every cell scores them. Returns a small summary
+    and the tally of its requests."""
     with httpx.Client(timeout=timeout_s) as client:
+        sender = RequestSender(client, retries=retries, hung_after=hung_after)
         cont_path = reference_dir / "continuations.jsonl"
         if is_reference:
             try:
-                items = continuations(client, base_url, model, load_prompts(prompts_path or DEFAULT_PROMPTS), max_tokens)
-            except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:
+                items = continuations(sender, base_url, model, load_prompts(prompts_path or DEFAULT_PROMPTS), max_tokens)
+            except (RequestFailed, KeyError, IndexError, TypeError) as exc:
                 # a measurement this engine cannot give is reported as unavailable, not as a failed cell
-                return {"scored": 0, "error": f"the reference's continuations failed: {type(exc).__name__}: {exc}"}
+                return {"scored": 0, "error": f"the reference's continuations failed: {type(exc).__name__}: {exc}"}, \
+                    sender.tally
             cont_path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
         elif not cont_path.exists():
-            return {"scored": 0, "error": "the reference cell has no continuations (it did not run or failed)"}
+            return {"scored": 0, "error": "the reference cell has no continuations (it did not run or failed)"}, \
+                sender.tally
         items = [json.loads(line) for line in cont_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        scored = _parallel(lambda item: score(client, base_url, model, item), items, 4)
+        scored = _parallel(lambda item: score(sender, base_url, model, item), items, 4)
     save(cell_dir / "distribution.jsonl", scored)
     errors = [s.error for s in scored if s.error]
-    return {"scored": len(scored) - len(errors), "error": errors[0] if errors else None}
+    return {"scored": len(scored) - len(errors), "error": errors[0] if errors else None}, sender.tally

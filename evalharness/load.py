@@ -189,6 +189,9 @@ class _StreamState:
     """What one request's stream has told so far, across reads."""
 
     usage_tokens: int = 0  # the running completion-token count from the server's usage
+    # False once text came without a count: the server sends usage only at the end, where it is a total, not tokens
+    # that arrived with that event
+    counts_known: bool = True
     done: bool = False
     error: str | None = None
 
@@ -234,7 +237,7 @@ def ingest_block(record: RequestRecord, stream: _StreamState, block: bytes, now:
         last = _COMPLETION_COUNT.match(block, block.rfind(_COMPLETION_KEY))
         if last is not None and int(last.group(1)) >= stream.usage_tokens:
             count = int(last.group(1))
-            if count > stream.usage_tokens:
+            if count > stream.usage_tokens and stream.counts_known:
                 if record.ttft is None:
                     record.ttft = now - record.start
                 record.chunk_times.append(now)
@@ -279,11 +282,11 @@ def _ingest_lines(record: RequestRecord, stream: _StreamState, block: bytes, now
                 delta = first.get("delta")
                 text = delta.get("content") if delta else None
         if count is not None:
-            if count > stream.usage_tokens:
+            if count > stream.usage_tokens and stream.counts_known:
                 arrived += count - stream.usage_tokens
             stream.usage_tokens = record.completion_tokens = max(count, stream.usage_tokens)
         elif text:
-            arrived_known = False
+            arrived_known = stream.counts_known = False
         if text:
             texts.append(text)
         if usage and usage.get("prompt_tokens") is not None:
@@ -301,13 +304,17 @@ class LoadClient:
     """Sends streamed completions to an OpenAI-compatible endpoint and records what arrives, chunk by chunk."""
 
     def __init__(self, base_url: str, model: str, *, api: str = "completions", timeout_s: float = 300.0,
-                 ignore_eos: bool = True, tokenize_url: str | None = None):
+                 ignore_eos: bool = True, tokenize_url: str | None = None, hung_after: int | None = None):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api = api
         self.timeout_s = timeout_s
         self.ignore_eos = ignore_eos
         self.tokenize_url = tokenize_url
+        # this many timeouts in a row mean the engine stopped answering: no new requests are sent after them
+        self.hung_after = hung_after
+        self.hung = False
+        self._timeouts_in_a_row = 0
 
     def payload(self, prompt: str, output_len: int) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -364,7 +371,15 @@ class LoadClient:
                 record.end = time.perf_counter()
             if response is not None:
                 response.close()
+            self._note_timeout(record)
         return record
+
+    def _note_timeout(self, record: RequestRecord) -> None:
+        if record.error is not None and record.error.startswith("timeout"):
+            self._timeouts_in_a_row += 1
+            self.hung = self.hung or (self.hung_after is not None and self._timeouts_in_a_row >= self.hung_after)
+        elif record.ok:
+            self._timeouts_in_a_row = 0
 
     async def _count_with_tokenizer(self, text: str) -> int | None:
         if not self.tokenize_url:
@@ -400,7 +415,7 @@ class LoadClient:
             issued = 0
 
             def more() -> bool:
-                return issued < total and (deadline is None or time.perf_counter() < deadline)
+                return issued < total and not self.hung and (deadline is None or time.perf_counter() < deadline)
 
             if request_rate:
                 rng = random.Random(seed)

@@ -8,7 +8,6 @@ verdict relative, since a 135M model loops on some prompts in every configuratio
 from __future__ import annotations
 
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalharness.detectors import Sample, cell_verdict, judge
+from evalharness.retries import RequestFailed, RequestSender, RequestTally
 
 DEFAULT_PROBES = Path(__file__).resolve().parent.parent / "tasks" / "probes" / "default.jsonl"
 
@@ -76,38 +76,31 @@ def load_probes(path: Path) -> list[Probe]:
     return probes
 
 
-def _ask(client: httpx.Client, base_url: str, model: str, probe: Probe, max_tokens: int, retries: int) -> ProbeOutput:
+def _ask(sender: RequestSender, base_url: str, model: str, probe: Probe, max_tokens: int) -> ProbeOutput:
     prompt = next((m["content"] for m in reversed(probe.messages) if m.get("role") == "user"), "")
     body = {"model": model, "messages": probe.messages, "max_tokens": probe.max_tokens or max_tokens,
             "temperature": 0.0, "seed": 0}
-    error = None
-    for attempt in range(retries + 1):
-        try:
-            response = client.post(f"{base_url}/chat/completions", json=body)
-            if response.status_code >= 500 and attempt < retries:
-                time.sleep(0.5 * 2**attempt)
-                continue
-            response.raise_for_status()
-            data = response.json()
-            choice = data["choices"][0]
-            return ProbeOutput(id=probe.id, prompt=prompt, output=choice["message"].get("content") or "",
-                               finish_reason=choice.get("finish_reason"),
-                               completion_tokens=(data.get("usage") or {}).get("completion_tokens"))
-        except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            if attempt < retries:
-                time.sleep(0.5 * 2**attempt)
-    return ProbeOutput(id=probe.id, prompt=prompt, error=error)
+    try:
+        data = sender.post_json(f"{base_url}/chat/completions", body)
+        choice = data["choices"][0]
+        return ProbeOutput(id=probe.id, prompt=prompt, output=choice["message"].get("content") or "",
+                           finish_reason=choice.get("finish_reason"),
+                           completion_tokens=(data.get("usage") or {}).get("completion_tokens"))
+    except RequestFailed as exc:
+        return ProbeOutput(id=probe.id, prompt=prompt, error=str(exc))
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        return ProbeOutput(id=probe.id, prompt=prompt, error=f"bad_answer: {type(exc).__name__}: {exc}")
 
 
 def ask_all(base_url: str, model: str, probes: list[Probe], max_tokens: int, timeout_s: float,
-            concurrency: int = 4, retries: int = 2) -> list[ProbeOutput]:
+            concurrency: int = 4, retries: int = 2, hung_after: int = 3) -> tuple[list[ProbeOutput], RequestTally]:
     """Every probe, greedy, a few at a time; a request that keeps failing is recorded with its error."""
     pool = ThreadPoolExecutor(max_workers=concurrency)
     try:
         with httpx.Client(timeout=timeout_s) as client:
-            futures = [pool.submit(_ask, client, base_url, model, p, max_tokens, retries) for p in probes]
-            return [f.result() for f in futures]
+            sender = RequestSender(client, retries=retries, hung_after=hung_after)
+            futures = [pool.submit(_ask, sender, base_url, model, p, max_tokens) for p in probes]
+            return [f.result() for f in futures], sender.tally
     finally:
         # on an interrupt, do not wait for requests in flight: the server is about to be torn down anyway
         pool.shutdown(wait=False, cancel_futures=True)

@@ -88,6 +88,7 @@ def render_markdown(run: RunResult) -> str:
                       "± its standard error, from lm-eval's per-sample records in `cells/<id>/quality/<task>/`."]
     parts += ["", *_drift_section(run), *_throughput_section(run), *_garbage_section(run), *_differences_section(run)]
     parts += _warnings_section(run)
+    parts += _requests_section(run)
     parts += _crashes_section(run)
     for note in run.notes:
         parts += [f"> {md_text(note, 1000)}", ""]
@@ -351,6 +352,25 @@ def _warnings_section(run: RunResult) -> list[str]:
     if not listed:
         out.append("No warnings in any cell's log.")
     return out + [""]
+
+
+def _requests_section(run: RunResult) -> list[str]:
+    """Phases whose requests needed retries or failed: what was kept rests on how many answers came back."""
+    rows = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        for phase, tally in (cell.requests if cell else {}).items():
+            if tally.failed or tally.retried or tally.hung:
+                kinds = ", ".join(f"{md_text(k)} ×{n}" for k, n in sorted(tally.kinds.items(), key=lambda kv: -kv[1]))
+                rows.append([f"`{cid}`", md_text(phase), str(tally.requests), str(tally.failed), str(tally.retried),
+                             "yes" if tally.hung else "", kinds])
+    if not rows:
+        return []
+    return ["## Requests retried or failed", "",
+            "Failures counted after retries (resets, 5xx and 429 are retried; timeouts and throughput requests are "
+            "not); a cell is marked error when a phase's share of failures exceeds `requests.max_error_rate`.", "",
+            markdown_table(["cell", "phase", "requests", "failed", "retries", "stopped answering", "errors"], rows),
+            ""]
 
 
 def _crashes_section(run: RunResult) -> list[str]:

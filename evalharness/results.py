@@ -26,6 +26,7 @@ from evalharness.load import ScenarioResult
 from evalharness.logscan import CrashReason, LogWarning
 from evalharness.probes import ProbeSummary
 from evalharness.quality import TaskScore
+from evalharness.retries import RequestTally
 
 SCHEMA_VERSION = 1
 Status = Literal["ok", "crashed", "garbage", "timeout", "error"]
@@ -63,6 +64,8 @@ class CellResult(BaseModel):
     quality: list[TaskScore] = []
     throughput: list[ScenarioResult] = []
     distribution: dict[str, Any] | None = Field(None, description="scored continuations (cells/<id>/distribution.jsonl)")
+    requests: dict[str, RequestTally] = Field(default_factory=dict, description="per phase: requests, failures "
+                                              "after retries, retries, error kinds (throughput: per scenario)")
     drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")
     log: str | None = Field(None, description="the server log, relative to the run folder")
     teardown: TeardownRecord | None = None

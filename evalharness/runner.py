@@ -25,6 +25,7 @@ from evalharness.probes import DEFAULT_PROBES, ProbeError, ProbeSummary, ask_all
 from evalharness.progress import Progress
 from evalharness.quality import SHIPPED_TASKS, ServerDied, TaskScore, run_quality
 from evalharness.report import render_all
+from evalharness.retries import RequestTally, judge_tally
 from evalharness.results import (
     CellResult,
     ResultsError,
@@ -41,7 +42,15 @@ from evalharness.results import (
     now_iso,
     save_run,
 )
-from evalharness.server import LaunchError, ServerProcess, free_port, gpu_memory_released, gpu_memory_used_mib
+from evalharness.server import (
+    LaunchError,
+    ServerProcess,
+    free_port,
+    gpu_memory_released,
+    gpu_memory_used_mib,
+    port_in_use,
+    sweep_orphans,
+)
 from evalharness.spec import Cell, Matrix
 
 
@@ -54,8 +63,16 @@ class Interrupted(Exception):
         self.signum = signum
 
 
+class _CellStopped(Exception):
+    """A phase judged the cell (status and reason already set): its remaining phases would measure nothing."""
+
+
 class RunError(Exception):
-    """The run cannot start: its output folder is unusable or holds another run."""
+    """The run cannot start (its output folder is unusable or holds another run) or cannot save what it measured."""
+
+
+class _SaveFailed(Exception):
+    pass
 
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -145,6 +162,7 @@ class CellRun:
         self.quality: list[TaskScore] = []
         self.throughput: list[ScenarioResult] = []
         self.distribution: dict[str, Any] | None = None
+        self.requests: dict[str, RequestTally] = {}
         self.started_at = now_iso()
         self.begin = time.monotonic()
 
@@ -168,6 +186,7 @@ class CellRun:
             quality=self.quality,
             throughput=self.throughput,
             distribution=self.distribution,
+            requests=self.requests,
             log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,
             teardown=self.teardown,
             started_at=self.started_at,
@@ -189,7 +208,14 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         state.startup_s = round(waited, 2)
         server = None
     else:
-        server = ServerProcess(plan.argv, plan.env, state.log_path, plan.root_url + plan.health_path)
+        if matrix.port is not None:
+            holder = port_in_use(matrix.host, matrix.port)
+            if holder is not None:
+                state.status = "error"
+                state.reason = f"port {matrix.port} on {matrix.host} is not free ({holder}); nothing was launched"
+                return None
+        server = ServerProcess(plan.argv, plan.env, state.log_path, plan.root_url + plan.health_path,
+                               pid_file=state.cell_dir / "server.pid")
         state.server = server
         try:
             server.start()
@@ -221,11 +247,13 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         progress.phase("distribution")
         state.phase = "distribution"
         prompts = Path(matrix.distribution.prompts) if matrix.distribution.prompts else None
-        state.distribution = distribution.run_phase(
+        state.distribution, tally = distribution.run_phase(
             plan.base_url, plan.served_model_name, state.cell_dir, state.run_dir / "cells" / reference_id,
-            state.cell.id == reference_id, matrix.timeouts.request_s, prompts, matrix.distribution.max_tokens)
+            state.cell.id == reference_id, matrix.timeouts.request_s, prompts, matrix.distribution.max_tokens,
+            retries=matrix.requests.retries, hung_after=matrix.requests.hung_after)
         if not alive():
             raise ServerDied("the server exited while scoring the reference's continuations")
+        _judge_requests(matrix, state, "distribution", tally)
     if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
         state.phase = "probes"
         return server
@@ -246,19 +274,30 @@ def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: 
         progress.phase(f"throughput {scenario.name}")
         client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
                             timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
-                            tokenize_url=f"{plan.root_url}/tokenize")
+                            tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after)
         with httpx.Client(timeout=10.0) as http:
             before = engine.before_load(http, plan)
         result = run_scenario(client, name=scenario.name, concurrency=scenario.concurrency,
                               request_rate=scenario.request_rate, input_len=scenario.input_len,
                               output_len=scenario.output_len, requests=scenario.requests,
                               duration_s=scenario.duration_s, warmup=scenario.warmup_requests)
+        state.throughput.append(result)
         if not alive():
-            state.throughput.append(result)
             raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
         with httpx.Client(timeout=10.0) as http:
             result.engine = engine.after_load(http, plan, before)
-        state.throughput.append(result)
+        failed = sum(result.errors.values())
+        _judge_requests(matrix, state, f"throughput {scenario.name}", RequestTally(
+            requests=result.requests, failed=failed, kinds=dict(result.errors), hung=client.hung))
+
+
+def _judge_requests(matrix: Matrix, state: CellRun, phase: str, tally: RequestTally) -> None:
+    """Record a phase's requests; when too many failed, mark the cell and stop it (what it measured is kept)."""
+    state.requests[phase] = tally
+    verdict = judge_tally(phase, tally, matrix.requests.max_error_rate)
+    if verdict is not None:
+        state.status, state.reason = verdict
+        raise _CellStopped(phase)
 
 
 def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id: str, alive) -> None:
@@ -266,16 +305,18 @@ def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_i
     state.phase = "probes"
     probe_set = load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
     begin = time.monotonic()
-    outputs = ask_all(state.plan.base_url, state.plan.served_model_name, probe_set, matrix.probes.max_tokens,
-                      matrix.timeouts.request_s, matrix.probes.concurrency)
+    outputs, tally = ask_all(state.plan.base_url, state.plan.served_model_name, probe_set, matrix.probes.max_tokens,
+                             matrix.timeouts.request_s, matrix.probes.concurrency, retries=matrix.requests.retries,
+                             hung_after=matrix.requests.hung_after)
     if not alive():
         raise ServerDied("the server exited during the probes")
+    save_outputs(state.cell_dir / "probes.jsonl", outputs)
     reference = {} if state.cell.id == reference_id else reference_outputs(
         state.run_dir / "cells" / reference_id / "probes.jsonl")
     summary = judge_outputs(outputs, probe_set, reference, matrix.probes.garbage_min_share,
                             matrix.probes.garbage_min_excess, time.monotonic() - begin)
-    save_outputs(state.cell_dir / "probes.jsonl", outputs)
     state.probes = summary
+    _judge_requests(matrix, state, "probes", tally)
     if summary.total == 0:
         raise RuntimeError(f"every probe request failed: {outputs[0].error}")
     if summary.garbage:
@@ -305,7 +346,7 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
              reference_id: str) -> CellResult:
     """Serve one cell and record what happened. Never raises for the cell's own failures; re-raises interrupts after
     tearing the server down."""
-    port = free_port(matrix.host) if engine.name != "external" else 0
+    port = 0 if engine.name == "external" else matrix.port or free_port(matrix.host)
     plan = engine.launch_plan(matrix, cell, port, str(run_dir.resolve()))
     state = CellRun(cell, plan, run_dir)
     state.cell_dir.mkdir(parents=True, exist_ok=True)
@@ -314,6 +355,8 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
         _serve(matrix, engine, state, progress, reference_id)
     except (KeyboardInterrupt, Interrupted):
         raise
+    except _CellStopped:
+        pass  # the phase that stopped it set the status and the reason
     except Exception as exc:  # a bug or an unexpected answer inside one cell must not lose the others
         if state.server is not None and state.server.poll() is not None:
             # the engine died under us: that is a crash of this configuration, classified from its log
@@ -423,13 +466,34 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
             load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
         except ProbeError as exc:
             raise RunError(str(exc)) from None
-    write_outputs(run, out_dir)
+    for found in sweep_orphans(sorted(out_dir.glob("cells/*/server.pid"))):
+        run.notes.append(f"On {'resume' if resume else 'start'}: {found}")
+    try:
+        write_outputs(run, out_dir)
+    except OSError as exc:
+        raise RunError(f"cannot write the results in {out_dir}: {exc.strerror or exc}") from None
     engine = ENGINES[matrix.engine]
     # the reference runs first: every other cell's probes (and later, drift) are judged against it
     pending = sorted((c for c in cells if c.id not in run.cells), key=lambda c: c.id != reference.id)
     progress = progress or Progress(total=len(cells))
+    for note in run.notes:
+        progress.message(note)
     done_before = len(cells) - len(pending)
     exit_status = 0
+    saved = len(run.cells)
+    save_error: str | None = None
+
+    def save() -> None:
+        nonlocal saved, save_error
+        try:
+            write_outputs(run, out_dir)
+            saved = len(run.cells)
+        except OSError as exc:  # disk full, folder gone or read-only: stop, and say what the folder still holds
+            save_error = (f"cannot save the results in {out_dir}: {exc.strerror or exc}; results.json still holds "
+                          f"the last good save ({saved} finished cells, not marked complete); free the space and "
+                          "run again with --resume")
+            raise _SaveFailed from exc
+
     with INTERRUPT.installed():
         try:
             for offset, cell in enumerate(pending):
@@ -441,10 +505,12 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                     refresh_drift(run, out_dir, only=None if cell.id == reference.id else cell.id)
                     if result.status == "ok" and result.resolved.get("version") and not run.meta.engine_version:
                         run.meta.engine_version = str(result.resolved["version"])
-                    write_outputs(run, out_dir)
+                    save()
                     progress.finished(cell.id, result.status, result.reason or "")
                 INTERRUPT.raise_pending()
             run.complete = True
+        except _SaveFailed:
+            pass
         except (KeyboardInterrupt, Interrupted) as exc:
             with INTERRUPT.deferred():  # from here to the exit nothing may interrupt the save
                 run.interrupted = True
@@ -453,6 +519,10 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                                  "--resume finishes the run")
         finally:
             with INTERRUPT.deferred():
-                write_outputs(run, out_dir)
+                if save_error is None:
+                    with contextlib.suppress(_SaveFailed):
+                        save()
                 progress.close()
+    if save_error is not None:
+        raise RunError(save_error)
     return run, exit_status

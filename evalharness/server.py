@@ -8,10 +8,15 @@ looks every second), or is still in the server's session or process group, or de
 this server's marker in its environment (inherited even by children that detached before anyone saw them; not
 reliable alone, because setproctitle, which vLLM and SGLang use to rename workers, can clobber /proc/PID/environ).
 Then it checks that none is left and says so.
+
+A harness that is itself killed with SIGKILL cannot tear anything down. For that case every launch leaves a pid file
+(pid, start time, marker) beside its log while the server lives; `sweep_orphans` finds the ones a dead harness left
+and kills what they name, so the next `run --resume` starts clean.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -62,6 +67,24 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def port_in_use(host: str, port: int) -> str | None:
+    """None when `port` can be bound on `host`; else who holds it, in words (best effort: the owner may be hidden)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free for a server
+        try:
+            sock.bind((host, port))
+            return None
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+    try:
+        for conn in psutil.net_connections(kind="inet"):
+            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
+                return f"{reason}: held by pid {conn.pid} ({psutil.Process(conn.pid).name()})"
+    except (psutil.Error, OSError):
+        pass
+    return reason
+
+
 @dataclass
 class Readiness:
     """How waiting for the server ended: ready, exited (with its return code), or timed out."""
@@ -107,12 +130,14 @@ def processes_with_marker(marker: str) -> list[psutil.Process]:
 class ServerProcess:
     """A launched engine server. Use `start`, `wait_ready`, then always `stop` (it is safe to call twice)."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, health_url: str, cwd: Path | None = None):
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, health_url: str, cwd: Path | None = None,
+                 pid_file: Path | None = None):
         self.argv = argv
         self.extra_env = env
         self.log_path = log_path
         self.health_url = health_url
         self.cwd = cwd
+        self.pid_file = pid_file
         self.marker = uuid.uuid4().hex
         self.popen: subprocess.Popen[bytes] | None = None
         self.started_at: float | None = None
@@ -146,6 +171,9 @@ class ServerProcess:
             log.close()  # the child holds its own descriptor
         self.started_at = time.monotonic()
         self._remember_descendants()
+        if self.pid_file is not None:
+            self.pid_file.write_text(json.dumps({"pid": self.popen.pid, "create_time": self._launched_wall,
+                                                 "marker": self.marker, "argv0": self.argv[0]}))
         self._watching.set()
         threading.Thread(target=self._watch, name=f"watch-{self.popen.pid}", daemon=True).start()
 
@@ -258,6 +286,8 @@ class ServerProcess:
                 pass
         psutil.wait_procs(list(stragglers.values()), timeout=10)
         teardown.leftover = sorted(self._stragglers())
+        if self.pid_file is not None and not teardown.leftover:
+            self.pid_file.unlink(missing_ok=True)
         teardown.seconds = time.monotonic() - begin
         self._stopped = teardown
         return teardown
@@ -273,3 +303,38 @@ class ServerProcess:
             return True
         except (ProcessLookupError, PermissionError):
             return False
+
+
+def sweep_orphans(pid_files: list[Path]) -> list[str]:
+    """Kill the servers named by pid files that a killed harness left behind; returns what was found, in words.
+    A pid is trusted only with the start time it was recorded with (pids are reused)."""
+    found = []
+    for pid_file in pid_files:
+        try:
+            record = json.loads(pid_file.read_text())
+            pid, created, marker = int(record["pid"]), float(record["create_time"]), str(record["marker"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pid_file.unlink(missing_ok=True)
+            continue
+        family: list[psutil.Process] = []
+        for proc in psutil.process_iter(["pid"]):
+            try:
+                if proc.pid == os.getpid() or proc.create_time() < created - 1:
+                    continue
+                if (proc.pid == pid and abs(proc.create_time() - created) < 1) or os.getsid(proc.pid) == pid \
+                        or proc.environ().get(MARKER_ENV) == marker:
+                    family.append(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ProcessLookupError, OSError):
+                continue
+        family = [p for p in family if _alive(p)]
+        for proc in family:
+            try:
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(family, timeout=10)
+        if family:
+            found.append(f"{pid_file.parent.name}: killed {len(family)} engine processes left running by an earlier "
+                         f"harness (pids {sorted(p.pid for p in family)})")
+        pid_file.unlink(missing_ok=True)
+    return found

@@ -24,6 +24,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_+-]*$"
+# task names become folder names under the run: no separators, so none can leave the run folder
+TASK_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
 """Axis and value names become parts of cell ids and folder names: no dots, slashes or spaces."""
 
 ArgScalar = Union[bool, int, float, str, None]
@@ -73,7 +75,7 @@ class Settings(_Strict):
 class Timeouts(_Strict):
     startup_s: float = Field(900.0, gt=0, description="launch to ready; a 397B model takes minutes")
     teardown_grace_s: float = Field(30.0, gt=0, description="SIGTERM to SIGKILL")
-    request_s: float = Field(300.0, gt=0)
+    request_s: float = Field(300.0, gt=0, description="one request, answer read in full")
 
 
 class ProbesSection(_Strict):
@@ -99,7 +101,7 @@ class DistributionSection(_Strict):
 class QualitySection(_Strict):
     """Quality tasks (lm-eval) through the endpoint, one task at a time, per-sample records kept."""
 
-    tasks: list[str] = Field(min_length=1)
+    tasks: list[Annotated[str, Field(pattern=TASK_PATTERN)]] = Field(min_length=1)
     include_path: str | None = Field(None, description="folder of task YAMLs; default the shipped tasks/lm_eval")
     include_defaults: bool = Field(False, description="also index lm-eval's built-in tasks (gsm8k, ...; slower)")
     api: Literal["completions", "chat"] = "completions"
@@ -110,11 +112,20 @@ class QualitySection(_Strict):
     concurrency: int = Field(4, gt=0)
     retries: int = Field(2, ge=0, description="reruns of a failed task (its request cache resumes it)")
     task_timeout_s: float = Field(3600.0, gt=0)
-    max_error_rate: float = Field(0.05, ge=0, le=1)
+
+
+class RequestsSection(_Strict):
+    """How measuring requests are retried, and how many may fail before the cell is marked error (retries.py)."""
+
+    retries: int = Field(2, ge=0, description="per probe or distribution request, on resets, 5xx and 429; never "
+                         "throughput requests (lm-eval retries its own)")
+    max_error_rate: float = Field(0.05, ge=0, le=1, description="share of a phase's requests that may fail after "
+                                  "retries; the cell keeps its results but is marked error above it")
+    hung_after: int = Field(3, gt=0, description="timeouts in a row that mean the engine stopped answering")
 
 
 class Scenario(_Strict):
-    name: str
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
     concurrency: int | None = Field(None, gt=0)
     request_rate: float | None = Field(None, gt=0)
     input_len: int = Field(128, gt=0)
@@ -173,12 +184,15 @@ class Matrix(_Strict):
     )
     base_url: str | None = Field(None, description="engine 'external' only: the endpoint that is already up")
     host: str = "127.0.0.1"
+    port: int | None = Field(None, ge=1, le=65535, description="serve every cell on this port; default: a free one "
+                             "per cell")
     args: dict[str, ArgValue] = Field(default_factory=dict)
     env: dict[str, EnvValue] = Field(default_factory=dict)
     axes: dict[AxisName, dict[ValueName, Settings | None]] = Field(default_factory=dict)
     exclude: list[dict[str, Union[str, list[str]]]] = Field(default_factory=list)
     reference: Union[str, dict[str, str], None] = None
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    requests: RequestsSection = Field(default_factory=RequestsSection)
     probes: ProbesSection = Field(default_factory=ProbesSection)
     distribution: DistributionSection = Field(default_factory=DistributionSection)
     quality: QualitySection | None = None

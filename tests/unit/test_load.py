@@ -86,6 +86,13 @@ def test_without_per_chunk_usage_the_text_is_kept_for_the_tokenizer():
     assert record.completion_tokens is None and not stream.done
 
 
+def test_a_final_usage_total_is_not_tokens_arriving_in_its_own_read():
+    final = b'data: {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 4}}\n\n'
+    record, stream = _ingest(_event("a b"), _event(" c d"), final, b"data: [DONE]\n\n")
+    assert record.chunk_times == [1.0, 2.0] and record.chunk_tokens == [None, None]
+    assert record.completion_tokens == 4 and stream.done
+
+
 def test_an_error_event_in_the_stream_is_an_error():
     record, stream = _ingest(_event("a", 1), b'data: {"error": {"message": "engine died", "code": 500}}\n\n')
     assert stream.error == "stream_error: engine died"

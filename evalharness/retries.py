@@ -1,0 +1,132 @@
+"""How the harness sends a measuring request to the engine: retried when the failure is transient, counted always.
+
+A night-long matrix meets engines that answer 503 while busy, drop a connection, or stop answering altogether. One
+flaky request must not sink a cell, and a cell whose answers mostly failed must not pass as measured. So every phase
+that asks the engine something (probes, distribution) goes through `post_json`, which:
+- retries connection failures, resets and 5xx/429 answers with exponential backoff (`retries` times);
+- never retries a timeout: the request has already waited `timeouts.request_s`, and a second wait rarely helps;
+- counts requests, failures after retries, retries and error kinds in a RequestTally, which the runner compares to
+  `requests.max_error_rate` after the phase (kept results, cell marked error above it);
+- stops early once `hung_after` requests in a row timed out: the engine is up but no longer answering, and the rest
+  of the phase fails at once instead of waiting out a timeout per request.
+Throughput never retries (a retried request is not the request that was measured); its errors are counted per kind
+by the load client and judged by the same threshold. lm-eval retries its own requests (quality).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+
+class RequestFailed(Exception):
+    """A request failed after its retries; `kind` names why (http_500, reset, timeout, ...)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+class RequestTally(BaseModel):
+    """What one phase's requests went through."""
+
+    requests: int = 0
+    failed: int = 0  # after retries
+    retried: int = 0  # attempts beyond the first
+    kinds: dict[str, int] = {}  # every failed attempt, by kind
+    hung: bool = False  # stopped early: requests in a row timed out
+
+    def error_rate(self) -> float:
+        return self.failed / self.requests if self.requests else 0.0
+
+    def describe(self) -> str:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(self.kinds.items(), key=lambda kv: -kv[1]))
+        return f"{self.failed}/{self.requests} requests failed after {self.retried} retries ({kinds or 'no errors'})"
+
+
+def judge_tally(phase: str, tally: RequestTally, max_error_rate: float) -> tuple[str, str] | None:
+    """(status, reason) when a phase's failures should mark the cell, else None (pure)."""
+    if tally.hung:
+        return "timeout", f"the engine stopped answering during {phase}: {tally.describe()}"
+    if tally.requests and tally.error_rate() > max_error_rate:
+        return "error", (f"{phase}: {tally.describe()}; more than the {max_error_rate:.0%} the matrix allows "
+                         "(requests.max_error_rate)")
+    return None
+
+
+def _kind(exc: Exception) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.ConnectError):
+        return "connect_error"
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return "reset"
+    return type(exc).__name__
+
+
+class RequestSender:
+    """Sends JSON POSTs with retries for one phase and tallies them (thread-safe: phases send from a pool)."""
+
+    def __init__(self, client: httpx.Client, *, retries: int, hung_after: int = 3, backoff_s: float = 0.5):
+        self.client = client
+        self.retries = retries
+        self.hung_after = hung_after
+        self.backoff_s = backoff_s
+        self.tally = RequestTally()
+        self._lock = threading.Lock()
+        self._timeouts_in_a_row = 0
+
+    def _count(self, **changes: Any) -> None:
+        with self._lock:
+            for key, value in changes.items():
+                setattr(self.tally, key, getattr(self.tally, key) + value)
+
+    def _failed_attempt(self, kind: str) -> None:
+        with self._lock:
+            self.tally.kinds[kind] = self.tally.kinds.get(kind, 0) + 1
+            if kind == "timeout":
+                self._timeouts_in_a_row += 1
+                if self._timeouts_in_a_row >= self.hung_after:
+                    self.tally.hung = True
+            else:
+                self._timeouts_in_a_row = 0
+
+    def post_json(self, url: str, body: dict[str, Any]) -> Any:
+        """The decoded JSON answer of a 200, or RequestFailed after the retries."""
+        self._count(requests=1)
+        for attempt in range(self.retries + 1):
+            if self.tally.hung:
+                self._count(failed=1)
+                raise RequestFailed("skipped", "the engine stopped answering (earlier requests timed out)")
+            if attempt:
+                self._count(retried=1)
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            try:
+                response = self.client.post(url, json=body)
+            except httpx.HTTPError as exc:
+                kind, message = _kind(exc), str(exc) or type(exc).__name__
+            else:
+                if response.status_code == 200:
+                    try:
+                        data = response.json()
+                    except ValueError as exc:
+                        kind, message = "bad_json", str(exc)
+                    else:
+                        with self._lock:
+                            self._timeouts_in_a_row = 0
+                        return data
+                else:
+                    kind, message = f"http_{response.status_code}", response.text[:200]
+                    if response.status_code < 500 and response.status_code != 429:
+                        self._failed_attempt(kind)
+                        self._count(failed=1)
+                        raise RequestFailed(kind, message)  # the request itself is wrong: retrying cannot help
+            self._failed_attempt(kind)
+            if kind == "timeout":
+                break
+        self._count(failed=1)
+        raise RequestFailed(kind, message)

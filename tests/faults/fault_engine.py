@@ -1,0 +1,202 @@
+"""A fault-injecting engine: the real engine behind an HTTP proxy that misbehaves on purpose (a test tool).
+
+Used as a matrix's `command`, in front of the real one:
+
+    command: [<python>, tests/faults/fault_engine.py, --, <engine python>, -m, vllm.entrypoints.openai.api_server]
+
+The harness launches this script as if it were the engine (it appends --host H --port P and the engine's flags). The
+script starts the real engine on a free port of its own, serves a reverse proxy on H:P, and follows the fault rules
+in the environment variable EH_FAULTS (JSON). The harness sees exactly what a misbehaving engine would show it: HTTP
+errors, resets, stalls, cut streams, altered text, and the engine process dying, in whichever phase a rule targets.
+When the engine exits, this script exits with the engine's status, so the harness sees its server die.
+
+EH_FAULTS = {"seed": 1, "rules": [RULE, ...]}; each request takes the first rule that matches and fires:
+    match:  path (exact), body (each key equal, null = absent), has (keys present), skip (let the first N matching
+            requests through), times (fire at most N times), probability (fire at random, seeded)
+    action: status (answer `code`), reset (close the connection with no answer), stall (wait `seconds` before the
+            first byte), stall_mid (forward `after_bytes`, then hang), cut (forward `after_bytes`, then close),
+            alter (replace the text of every choice with `text`), kill (SIGKILL the engine, then drop the request)
+Every fired fault is printed to stdout (the server log) as "[fault] ...", and GET /faults returns the counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+
+from aiohttp import ClientSession, ClientTimeout, web
+
+HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "content-encoding"}
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def split_engine_argv(argv: list[str]) -> tuple[list[str], str, int]:
+    """(the engine's argv with a private port, host, the public port the harness asked for)."""
+    engine = list(argv)
+    host = engine[engine.index("--host") + 1] if "--host" in engine else "127.0.0.1"
+    at = engine.index("--port")
+    public = int(engine[at + 1])
+    engine[at + 1] = str(free_port(host))
+    return engine, host, public
+
+
+class Rule:
+    def __init__(self, spec: dict, rng: random.Random):
+        self.spec = spec
+        self.match = spec.get("match", {})
+        self.action = spec["action"]
+        self.rng = rng
+        self.seen = 0
+        self.fired = 0
+
+    def fires(self, path: str, body: dict | None) -> bool:
+        m = self.match
+        if "path" in m and m["path"] != path:
+            return False
+        for key, value in (m.get("body") or {}).items():
+            if (body or {}).get(key) != value:
+                return False
+        if any(key not in (body or {}) for key in m.get("has", [])):
+            return False
+        self.seen += 1
+        if self.seen <= m.get("skip", 0):
+            return False
+        if "times" in m and self.fired >= m["times"]:
+            return False
+        if "probability" in m and self.rng.random() >= m["probability"]:
+            return False
+        self.fired += 1
+        return True
+
+
+class FaultProxy:
+    def __init__(self, upstream: str, rules: list[Rule], engine: subprocess.Popen):
+        self.upstream = upstream
+        self.rules = rules
+        self.engine = engine
+        self.session: ClientSession | None = None
+
+    def log(self, message: str) -> None:
+        print(f"[fault] {message}", flush=True)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.path == "/faults":
+            return web.json_response([{"rule": r.spec, "seen": r.seen, "fired": r.fired} for r in self.rules])
+        raw = await request.read()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        rule = next((r for r in self.rules if r.fires(request.path, body if isinstance(body, dict) else None)), None)
+        action = rule.action if rule else None
+        if action:
+            self.log(f"{action} on {request.method} {request.path} (rule {self.rules.index(rule)}, "
+                     f"fired {rule.fired})")
+        if action == "status":
+            code = rule.spec.get("code", 500)
+            return web.json_response({"error": {"message": f"injected {code}", "code": code}}, status=code)
+        if action == "reset":
+            request.transport.abort()  # RST where the kernel can, in any case no answer
+            raise asyncio.CancelledError
+        if action == "kill":
+            self.engine.send_signal(signal.SIGKILL)
+            request.transport.abort()
+            raise asyncio.CancelledError
+        if action == "stall":
+            await asyncio.sleep(rule.spec.get("seconds", 3600))
+        assert self.session is not None
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
+        async with self.session.request(request.method, self.upstream + request.path_qs, data=raw,
+                                        headers=headers) as upstream:
+            out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in HOP_HEADERS}
+            if action == "alter":
+                return self._altered(await upstream.read(), upstream.status, out_headers, rule.spec.get("text", ""))
+            response = web.StreamResponse(status=upstream.status, headers=out_headers)
+            await response.prepare(request)
+            sent = 0
+            limit = rule.spec.get("after_bytes", 0) if action in ("cut", "stall_mid") else None
+            async for data in upstream.content.iter_any():
+                if limit is not None and sent + len(data) > limit:
+                    await response.write(data[: max(0, limit - sent)])
+                    if action == "stall_mid":
+                        await asyncio.sleep(rule.spec.get("seconds", 3600))
+                    request.transport.close()  # cut: the connection ends in the middle of the body
+                    raise asyncio.CancelledError
+                await response.write(data)
+                sent += len(data)
+            await response.write_eof()
+            return response
+
+    @staticmethod
+    def _altered(data: bytes, status: int, headers: dict, text: str) -> web.Response:
+        def alter(obj):
+            for choice in obj.get("choices") or []:
+                if "text" in choice:
+                    choice["text"] = text
+                if isinstance(choice.get("message"), dict):
+                    choice["message"]["content"] = text
+                if isinstance(choice.get("delta"), dict) and choice["delta"].get("content"):
+                    choice["delta"]["content"] = text
+            return obj
+
+        if data.lstrip().startswith(b"data:"):
+            lines = []
+            for line in data.split(b"\n"):
+                if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+                    line = b"data: " + json.dumps(alter(json.loads(line[5:]))).encode()
+                lines.append(line)
+            return web.Response(body=b"\n".join(lines), status=status, headers=headers)
+        return web.Response(body=json.dumps(alter(json.loads(data))).encode(), status=status, headers=headers)
+
+
+async def serve(proxy: FaultProxy, host: str, port: int) -> int:
+    proxy.session = ClientSession(timeout=ClientTimeout(total=None), auto_decompress=False)
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_route("*", "/{tail:.*}", proxy.handle)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    loop = asyncio.get_running_loop()
+    stop = loop.create_future()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda s=sig: stop.done() or stop.set_result(-s))
+    while not stop.done() and proxy.engine.poll() is None:
+        await asyncio.wait([stop], timeout=0.2)
+    if stop.done() and proxy.engine.poll() is None:
+        proxy.engine.send_signal(signal.SIGTERM)
+    code = await loop.run_in_executor(None, proxy.engine.wait)
+    await proxy.session.close()
+    await runner.cleanup()
+    return code
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if "--" in argv:
+        argv = argv[argv.index("--") + 1:]
+    engine_argv, host, public = split_engine_argv(argv)
+    config = json.loads(os.environ.pop("EH_FAULTS", "") or "{}")
+    rng = random.Random(config.get("seed", 0))
+    rules = [Rule(spec, rng) for spec in config.get("rules", [])]
+    engine = subprocess.Popen(engine_argv)  # same session and group: the harness's teardown reaches it
+    print(f"[fault] proxy {host}:{public} -> engine pid {engine.pid}; rules: {json.dumps(config.get('rules', []))}",
+          flush=True)
+    upstream = f"http://{host}:{engine_argv[engine_argv.index('--port') + 1]}"
+    code = asyncio.run(serve(FaultProxy(upstream, rules, engine), host, public))
+    print(f"[fault] engine exited with {code}", flush=True)
+    return 128 - code if code < 0 else code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

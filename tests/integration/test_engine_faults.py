@@ -1,0 +1,201 @@
+"""Faults injected between the harness and the real engine (tests/faults/fault_engine.py), one cell per fault, in one
+matrix run: what the user sees for each, what is kept, and that nothing is left running.
+
+Covered here: the engine dying during probes and during throughput; intermittent 500/503s and resets that retries
+absorb (results kept); a phase whose requests mostly fail (cell marked error, what it measured kept); an engine that
+is up but stops answering (request timeouts, cell stopped early as timed out); throughput streams stalled mid-body
+and cut short (counted by kind, never passed off as tokens); model text made of Markdown, HTML and @-mentions
+(rendered inert); a secret in the environment (masked everywhere). docs/reliability.md lists every fault and its test.
+"""
+
+import json
+import socket
+import sys
+
+import pytest
+
+from tests.integration.conftest import REPO, engine_processes, run_harness
+
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(1500)]
+
+SECRET = "hunter2-do-not-print"
+HOSTILE = "@channel <script>alert(1)</script> | col | ![x](http://evil.example/x.png) `tick` **bold**"
+CHAT = "/v1/chat/completions"
+COMPLETIONS = "/v1/completions"
+STREAMED = {"path": COMPLETIONS, "body": {"stream": True}}
+
+FAULTS = {
+    "none": [],
+    # every probe, distribution and quality request may get a 500, a 503 or a reset: retries absorb them
+    "flaky": [
+        {"match": {"path": CHAT, "probability": 0.12}, "action": "status", "code": 503},
+        {"match": {"path": CHAT, "probability": 0.08}, "action": "reset"},
+        {"match": {"path": COMPLETIONS, "body": {"stream": None}, "probability": 0.08}, "action": "status",
+         "code": 500},
+        {"match": {"path": COMPLETIONS, "body": {"stream": None}, "probability": 0.05}, "action": "reset"},
+    ],
+    # after four answers, every probe request gets a 503: far above the 5% the matrix allows
+    "lossy": [{"match": {"path": CHAT, "skip": 4}, "action": "status", "code": 503}],
+    "die-probes": [{"match": {"path": CHAT, "skip": 5}, "action": "kill"}],
+    "die-throughput": [{"match": {**STREAMED, "skip": 2}, "action": "kill"}],
+    # up and healthy, but after two answers no request gets one
+    "stall": [{"match": {"path": CHAT, "skip": 2}, "action": "stall", "seconds": 3600}],
+    # the first streamed request hangs in mid-body, the rest are cut short
+    "cut": [{"match": {**STREAMED, "times": 1}, "action": "stall_mid", "after_bytes": 600, "seconds": 3600},
+            {"match": STREAMED, "action": "cut", "after_bytes": 600}],
+    "hostile": [{"match": {"path": CHAT}, "action": "alter", "text": HOSTILE}],
+}
+
+
+def fault_matrix(engine: dict[str, str]) -> dict:
+    command = [sys.executable, str(REPO / "tests" / "faults" / "fault_engine.py"), "--",
+               engine["python"], "-m", "vllm.entrypoints.openai.api_server"]
+    return {
+        "name": "faults",
+        "engine": "vllm",
+        "model": engine["model"],
+        "served_model_name": "smollm2",
+        "command": command,
+        "args": {"--max-model-len": 1024, "--enforce-eager": True, "--enable-tokenizer-info-endpoint": True,
+                 "--dtype": "float32"},
+        "env": {"VLLM_CPU_KVCACHE_SPACE": 1, "HF_HUB_OFFLINE": 1, "EH_API_TOKEN": SECRET},
+        "axes": {"fault": {name: {"env": {"EH_FAULTS": json.dumps({"seed": 7, "rules": rules})}}
+                           for name, rules in FAULTS.items()}},
+        "reference": {"fault": "none"},
+        "timeouts": {"startup_s": 300, "teardown_grace_s": 20, "request_s": 8},
+        "requests": {"retries": 3, "max_error_rate": 0.05, "hung_after": 3},
+        "quality": {"tasks": ["eh_choice"], "limit": 12},
+        "throughput": {"scenarios": [{"name": "c2", "concurrency": 2, "requests": 6, "input_len": 32,
+                                      "output_len": 48, "warmup_requests": 0}]},
+    }
+
+
+@pytest.fixture(scope="module")
+def fault_run(engine, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("faults")
+    matrix = folder / "faults.yaml"
+    matrix.write_text(json.dumps(fault_matrix(engine), indent=1))  # JSON is YAML
+    out = folder / "out"
+    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), timeout=1400)
+    results = json.loads((out / "results.json").read_text())
+    return proc, out, results["cells"], results
+
+
+def cell(cells, name):
+    return cells[f"fault-{name}"]
+
+
+def test_the_run_finishes_every_cell_and_leaves_nothing(fault_run):
+    proc, out, cells, results = fault_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert results["complete"] is True and len(cells) == len(FAULTS)
+    assert engine_processes() == []
+    assert not list(out.glob("cells/*/server.pid")), "a pid file outlived its server"
+    for c in cells.values():
+        assert c["teardown"]["leftover"] == [], c["id"]
+
+
+def test_intermittent_errors_are_retried_counted_and_the_results_kept(fault_run):
+    _, _, cells, _ = fault_run
+    flaky, reference = cell(cells, "flaky"), cell(cells, "none")
+    assert flaky["status"] == "ok" and flaky["phase"] == "done", flaky["reason"]
+    retried = sum(t["retried"] for t in flaky["requests"].values())
+    kinds = {k for t in flaky["requests"].values() for k in t["kinds"]}
+    assert retried > 0 and {"http_503", "reset"} & kinds, flaky["requests"]
+    assert all(t["failed"] / t["requests"] <= 0.05 for t in flaky["requests"].values())
+    # retried answers are the same answers: probes and quality match the untouched reference
+    assert flaky["probes"]["flagged"] == reference["probes"]["flagged"]
+    assert [q["score"] for q in flaky["quality"]] == [q["score"] for q in reference["quality"]]
+    assert flaky["throughput"][0]["completed"] == 6
+
+
+def test_a_phase_that_mostly_fails_marks_the_cell_error_and_keeps_what_it_measured(fault_run):
+    _, out, cells, _ = fault_run
+    lossy = cell(cells, "lossy")
+    assert lossy["status"] == "error" and lossy["phase"] == "probes"
+    tally = lossy["requests"]["probes"]
+    assert tally["failed"] == tally["requests"] - 4 and tally["retried"] >= 3 * tally["failed"]
+    assert "requests.max_error_rate" in lossy["reason"] and "http_503" in lossy["reason"]
+    assert lossy["probes"]["total"] == 4  # the answers that came back were judged and kept
+    assert len((out / "cells" / "fault-lossy" / "probes.jsonl").read_text().splitlines()) == 12
+
+
+@pytest.mark.parametrize("name,phase", [("die-probes", "probes"), ("die-throughput", "throughput")])
+def test_the_engine_dying_mid_phase_is_a_crash_in_that_phase(fault_run, name, phase):
+    _, _, cells, _ = fault_run
+    died = cell(cells, name)
+    assert died["status"] == "crashed" and died["phase"] == phase, died["reason"]
+    assert f"died during {phase}" in died["reason"]
+    if phase == "throughput":  # everything measured before the death is kept
+        assert died["quality"] and died["probes"]["total"] == 12 and died["throughput"]
+
+
+def test_an_engine_that_stops_answering_is_a_timeout_found_early(fault_run):
+    _, _, cells, _ = fault_run
+    stall = cell(cells, "stall")
+    assert stall["status"] == "timeout" and stall["phase"] == "probes"
+    assert "stopped answering" in stall["reason"] and stall["requests"]["probes"]["hung"] is True
+    # three timeouts of 8 s in a row, then the rest fail at once: not 10 more timeouts
+    assert stall["duration_s"] - stall["startup_s"] < 60
+
+
+def test_stalled_and_cut_streams_are_errors_by_kind_never_tokens(fault_run):
+    _, _, cells, _ = fault_run
+    cut = cell(cells, "cut")
+    assert cut["status"] == "error" and cut["phase"] == "throughput"
+    scenario = cut["throughput"][0]
+    assert scenario["completed"] == 0 and scenario["output_tokens"] == 0
+    assert scenario["errors"].get("timeout") == 1
+    assert sum(scenario["errors"].values()) == 6 and set(scenario["errors"]) - {"timeout"} <= {"connection_lost",
+                                                                                                 "truncated"}
+    assert "throughput c2" in cut["requests"]
+
+
+def test_hostile_model_text_is_inert_in_every_rendering(fault_run):
+    _, out, cells, _ = fault_run
+    hostile = cell(cells, "hostile")
+    assert hostile["status"] == "garbage"  # the same text for every prompt, nothing like the reference
+    assert HOSTILE in (out / "cells" / "fault-hostile" / "probes.jsonl").read_text()  # kept verbatim as data
+    for name in ("report.md", "summary.md"):
+        text = (out / name).read_text()
+        assert "@channel" not in text, name  # a mention pings nobody, in code blocks too
+        prose = outside_code_blocks(text)  # inside a fenced block, Markdown and HTML are shown, not rendered
+        assert "<script>" not in prose and "![x](" not in prose and "**bold**" not in prose, name
+
+
+def outside_code_blocks(markdown: str) -> str:
+    """The text of a Markdown document without its fenced code blocks (a fence closes only with one as long)."""
+    kept, fence = [], None
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if fence is None and stripped.startswith("```"):
+            fence = stripped[: len(stripped) - len(stripped.lstrip("`"))]
+        elif fence is not None and stripped == fence:
+            fence = None
+        elif fence is None:
+            kept.append(line)
+    assert fence is None, "a code block is never closed"
+    return "\n".join(kept)
+
+
+def test_secrets_never_reach_a_file(fault_run):
+    _, out, _, _ = fault_run
+    leaks = [str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()
+             and SECRET in p.read_text(errors="replace")]
+    assert leaks == []
+
+
+def test_a_taken_port_is_reported_before_anything_is_launched(engine, tmp_path):
+    matrix = fault_matrix(engine)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        matrix.update(port=port, axes={"fault": {"none": None}}, quality=None, throughput=None)
+        (tmp_path / "m.yaml").write_text(json.dumps(matrix))
+        proc = run_harness("run", "--matrix", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "out"), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]["fault-none"]
+    assert result["status"] == "error" and result["phase"] == "launch"
+    assert f"port {port} on 127.0.0.1 is not free" in result["reason"] and "nothing was launched" in result["reason"]
+    assert not (tmp_path / "out" / "cells" / "fault-none" / "server.log").exists()
