@@ -45,6 +45,9 @@ class Progress:
     def phase(self, name: str) -> None:
         self.phase_name = name
         self.phase_started = time.monotonic()
+        if self.live is None and name != "launch":  # off a terminal, each phase is a line of the log
+            self.console.print(f"[{self.index}/{self.total}] {self.cell_id}: {name} "
+                               f"(cell {self.phase_started - self.cell_started:.0f}s)", highlight=False, markup=False)
 
     def finished(self, cell_id: str, status: str, detail: str) -> None:
         elapsed = time.monotonic() - self.cell_started

@@ -8,6 +8,7 @@ current server down, saves the finished cells and ends the run with status 130/1
 from __future__ import annotations
 
 import contextlib
+import shutil
 import signal
 import sys
 import time
@@ -384,6 +385,22 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
     return state.result(engine)
 
 
+def preflight(matrix: Matrix, engine: Engine, cell: Cell) -> None:
+    """What would make every cell fail the same way, found before any launch: a model folder or an engine binary
+    that is not on this machine. (A hub id cannot be checked offline; the engine's own error classifies it.)"""
+    if engine.name == "external":
+        return
+    model = matrix.model
+    if model.startswith(("/", "~")) and not Path(model).expanduser().exists():
+        raise RunError(f"model: {model} does not exist on this machine (a local model folder was given; a hub id "
+                       "looks like org/name)")
+    binary = engine.launch_plan(matrix, cell, 1, ".").argv[0]
+    found = Path(binary).exists() if "/" in binary else shutil.which(binary) is not None
+    if not found:
+        raise RunError(f"command: the engine launcher {binary!r} is not "
+                       f"{'there' if '/' in binary else 'on PATH'} (is the engine installed?)")
+
+
 def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path,
                 resume: bool) -> RunResult:
     """A fresh run record, or the previous one when resuming (keeping only cells whose settings are unchanged)."""
@@ -456,6 +473,7 @@ def write_outputs(run: RunResult, out_dir: Path) -> None:
 def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path, resume: bool,
             progress: Progress | None = None) -> tuple[RunResult, int]:
     """Run every pending cell; return the run and the process exit status (0 done, 130/143 interrupted)."""
+    preflight(matrix, ENGINES[matrix.engine], reference)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

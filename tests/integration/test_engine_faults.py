@@ -105,7 +105,7 @@ def test_intermittent_errors_are_retried_counted_and_the_results_kept(fault_run)
     assert all(t["failed"] / t["requests"] <= 0.05 for t in flaky["requests"].values())
     # retried answers are the same answers: probes and quality match the untouched reference
     assert flaky["probes"]["flagged"] == reference["probes"]["flagged"]
-    assert [q["score"] for q in flaky["quality"]] == [q["score"] for q in reference["quality"]]
+    assert [q["value"] for q in flaky["quality"]] == [q["value"] for q in reference["quality"]]
     assert flaky["throughput"][0]["completed"] == 6
 
 

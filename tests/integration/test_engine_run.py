@@ -2,10 +2,15 @@
 at startup, a cell that serves garbage; probes, quality scores, results, report, resume, and no engine process left."""
 
 import json
+import os
+import random
+import signal
+import subprocess
+import time
 
 import pytest
 
-from tests.integration.conftest import engine_processes, matrix_yaml, run_harness
+from tests.integration.conftest import HARNESS, REPO, engine_processes, matrix_yaml, run_harness
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(900)]
 
@@ -94,3 +99,76 @@ def test_report_command_rerenders_the_same_report(finished_run):
     (out / "report.md").unlink()
     proc = run_harness("report", str(out), timeout=60)
     assert proc.returncode == 0 and (out / "report.md").read_text() == before
+
+
+PHASES = ("startup", "resolve", "probes", "distribution", "quality")
+
+
+def _start(matrix, out, *extra):
+    return subprocess.Popen([*HARNESS, "run", "--matrix", str(matrix), "--out", str(out), *extra], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def _signal_in_phase(proc, cell_id, phase, sig, delay_s):
+    """Wait for the harness to announce `cell_id: phase`, then send `sig` after `delay_s`; returns its output."""
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if f"{cell_id}: {phase} " in line:
+            time.sleep(delay_s)
+            proc.send_signal(sig)
+            break
+    lines += proc.stdout.read().splitlines(keepends=True)
+    proc.wait(timeout=300)
+    return "".join(lines)
+
+
+def _comparable(cell):
+    """What an interrupted and resumed run must reproduce: everything but timings and throughput numbers."""
+    keep = ("status", "phase", "settings_hash", "args", "env", "argv")
+    out = {k: cell[k] for k in keep}
+    out["argv"] = [a for a in cell["argv"] if not a.isdigit()]  # the port differs
+    out["crash"] = cell["crash"]["kind"] if cell["crash"] else None
+    out["probes"] = cell["probes"] and {k: cell["probes"][k] for k in ("garbage", "flagged", "total", "errors")}
+    out["quality"] = [(q["task"], q["value"], q["n"]) for q in cell["quality"]]
+    out["drift"] = cell["drift"] and {k: cell["drift"][k] for k in cell["drift"] if k != "seconds"}
+    return out
+
+
+def test_signals_at_random_phases_then_resume_reproduce_the_uninterrupted_run(finished_run, tmp_path):
+    matrix, reference_out, _ = finished_run
+    seed = int(os.environ.get("EH_FAULT_SEED") or time.time_ns() % 10**6)
+    rng = random.Random(seed)
+    print(f"EH_FAULT_SEED={seed}")  # shown on failure: rerun the same moments with it
+    out = tmp_path / "out"
+
+    # SIGTERM, or SIGINT, while the second cell is in a random phase: torn down, saved, nothing left running
+    sig = rng.choice([signal.SIGTERM, signal.SIGINT])
+    phase = rng.choice(PHASES)
+    log = _signal_in_phase(_start(matrix, out), "cell-bf16", phase, sig, rng.uniform(0, 2))
+    assert f"interrupted ({sig.name})" in log, log[-2000:]
+    assert engine_processes() == []
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["interrupted"] is True and saved["complete"] is False and list(saved["cells"]) == ["cell-f32"]
+
+    # SIGKILL while the third cell is in a random phase: nothing can be torn down, but the file is whole
+    phase = rng.choice(PHASES[:3])  # the fp8 cell crashes at startup
+    cell = "cell-rope" if phase != "startup" else "cell-fp8"
+    log = _signal_in_phase(_start(matrix, out, "--resume"), cell, phase, signal.SIGKILL, rng.uniform(0, 2))
+    saved = json.loads((out / "results.json").read_text())  # valid JSON: every save is atomic
+    assert saved["complete"] is False and "cell-bf16" in saved["cells"]
+    left_behind = engine_processes()
+
+    # resume: it kills what the SIGKILLed harness left, skips finished cells and finishes the run
+    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), "--resume")
+    assert proc.returncode == 0, proc.stderr
+    assert engine_processes() == []
+    final = json.loads((out / "results.json").read_text())
+    assert final["complete"] is True
+    if left_behind:
+        assert any("left running by an earlier harness" in note for note in final["notes"]), final["notes"]
+    assert final["cells"]["cell-f32"]["started_at"] == saved["cells"]["cell-f32"]["started_at"]  # not re-run
+    uninterrupted = json.loads((reference_out / "results.json").read_text())["cells"]
+    assert {c: _comparable(v) for c, v in final["cells"].items()} == \
+        {c: _comparable(v) for c, v in uninterrupted.items()}

@@ -1,0 +1,72 @@
+"""The output folder's disk fills while a cell runs on the real engine: the run stops with a clear error, the engine
+is torn down, and results.json keeps the last good save, never a half-written or falsely complete one.
+
+The full disk is a small tmpfs (mounting one needs root, as CI has here; elsewhere the test fails and says so)."""
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from tests.integration.conftest import HARNESS, REPO, engine_processes, matrix_yaml
+
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
+
+
+@pytest.fixture()
+def small_disk(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.fail(f"this test mounts a small tmpfs to fill it and needs root for that: {mounted.stderr.strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def _fill(folder):
+    """Write until the disk says no more."""
+    with open(folder / "filler", "wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError:
+            pass
+
+
+def test_a_full_disk_stops_the_run_cleanly_and_keeps_the_last_good_save(engine, small_disk, tmp_path):
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(matrix_yaml(engine, {"f32": "{args: {--dtype: float32}}", "bf16": "{args: {--dtype: bfloat16}}"},
+                                  extra="distribution: {enabled: false}\n"))
+    out = small_disk / "out"
+    proc = subprocess.Popen([*HARNESS, "run", "--matrix", str(matrix), "--out", str(out)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "cell-bf16: startup" in line:  # the reference is saved; the second cell is starting
+            _fill(small_disk)
+            break
+    lines += proc.stdout.read().splitlines(keepends=True)
+    code = proc.wait(timeout=400)
+    log = "".join(lines)
+    assert code == 2, log[-3000:]
+    assert "cannot save the results in" in log and "No space left on device" in log
+    assert "results.json still holds the last good save (1 finished cells, not marked complete)" in log
+    assert engine_processes() == []
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["complete"] is False and list(saved["cells"]) == ["cell-f32"]
+    assert saved["cells"]["cell-f32"]["status"] == "ok"
+    assert not list(out.glob(".*.tmp")), "a temporary file was left behind"
+    # with the space back, --resume finishes the run from there
+    (small_disk / "filler").unlink()
+    time.sleep(0.5)
+    done = subprocess.run([*HARNESS, "run", "--matrix", str(matrix), "--out", str(out), "--resume"], cwd=REPO,
+                          capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    final = json.loads((out / "results.json").read_text())
+    assert final["complete"] is True and final["cells"]["cell-bf16"]["status"] == "ok"
+    assert engine_processes() == []

@@ -1,0 +1,191 @@
+"""Reliability pieces that need no engine: request retries and tallies, the cell verdict from them, the orphan sweep
+after a harness was SIGKILLed, port checks, and what `run` refuses before launching anything. The same faults
+against the real engine are in tests/integration/test_engine_faults.py."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from evalharness.cli import main
+from evalharness.retries import RequestFailed, RequestSender, RequestTally, judge_tally
+from evalharness.server import ServerProcess, port_in_use, sweep_orphans
+
+
+def _sender(answers, retries=2, hung_after=3):
+    """A sender whose transport replays `answers` (status codes, or exceptions to raise), recording each call."""
+    calls = []
+
+    def handler(request):
+        calls.append(request)
+        answer = answers[min(len(calls), len(answers)) - 1]
+        if isinstance(answer, Exception):
+            raise answer
+        return httpx.Response(answer, json={"ok": answer})
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    return RequestSender(client, retries=retries, hung_after=hung_after, backoff_s=0.0), calls
+
+
+def test_transient_failures_are_retried_and_counted():
+    sender, calls = _sender([503, httpx.ReadError("reset"), 200])
+    assert sender.post_json("http://x/v1/chat/completions", {}) == {"ok": 200}
+    assert len(calls) == 3
+    assert sender.tally == RequestTally(requests=1, failed=0, retried=2, kinds={"http_503": 1, "reset": 1})
+
+
+def test_a_request_that_keeps_failing_is_one_failure_after_its_retries():
+    sender, calls = _sender([500])
+    with pytest.raises(RequestFailed, match="http_500"):
+        sender.post_json("http://x/v1/completions", {})
+    assert len(calls) == 3 and sender.tally.failed == 1 and sender.tally.kinds == {"http_500": 3}
+
+
+def test_client_errors_and_timeouts_are_not_retried():
+    sender, calls = _sender([400])
+    with pytest.raises(RequestFailed, match="http_400"):
+        sender.post_json("http://x", {})
+    assert len(calls) == 1
+    sender, calls = _sender([httpx.ReadTimeout("slow")])
+    with pytest.raises(RequestFailed, match="timeout"):
+        sender.post_json("http://x", {})
+    assert len(calls) == 1
+
+
+def test_timeouts_in_a_row_mean_the_engine_stopped_answering_and_the_rest_fail_at_once():
+    sender, calls = _sender([httpx.ReadTimeout("slow")], hung_after=2)
+    for _ in range(5):
+        with pytest.raises(RequestFailed):
+            sender.post_json("http://x", {})
+    assert len(calls) == 2 and sender.tally.hung and sender.tally.kinds == {"timeout": 2}
+    assert sender.tally.failed == 5 and sender.tally.requests == 5
+
+
+@pytest.mark.parametrize("tally,expected", [
+    (RequestTally(requests=100, failed=5), None),
+    (RequestTally(requests=100, failed=6, kinds={"http_503": 6}), "error"),
+    (RequestTally(requests=10, failed=1, hung=True), "timeout"),
+    (RequestTally(), None),
+])
+def test_a_phase_marks_the_cell_only_above_the_threshold(tally, expected):
+    verdict = judge_tally("probes", tally, 0.05)
+    assert (verdict[0] if verdict else None) == expected
+
+
+def test_orphans_of_a_killed_harness_are_found_by_their_pid_file_and_killed(tmp_path):
+    # a server launched by a harness that then died with SIGKILL: it and its child keep running
+    script = "import subprocess, time; subprocess.Popen(['sleep', '300']); time.sleep(300)"
+    server = ServerProcess([sys.executable, "-c", script], {}, tmp_path / "server.log", "http://127.0.0.1:1/health",
+                           pid_file=tmp_path / "cell" / "server.pid")
+    (tmp_path / "cell").mkdir()
+    server.start()
+    time.sleep(1.0)
+    family = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
+    assert len(family) == 2 and (tmp_path / "cell" / "server.pid").exists()
+    found = sweep_orphans([tmp_path / "cell" / "server.pid"])
+    assert len(found) == 1 and "killed 2 engine processes" in found[0]
+    server.popen.wait(5)  # reap our own child so it is gone, not a zombie
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in family)
+    assert not (tmp_path / "cell" / "server.pid").exists()
+
+
+def test_a_pid_file_whose_pid_was_reused_kills_nothing(tmp_path):
+    bystander = subprocess.Popen(["sleep", "30"])
+    try:
+        pid_file = tmp_path / "server.pid"
+        # the recorded start time is not this process's: the pid was reused by an unrelated process
+        pid_file.write_text(json.dumps({"pid": bystander.pid, "create_time": time.time() + 1000, "marker": "x"}))
+        assert sweep_orphans([pid_file]) == [] and bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_a_port_in_use_is_named():
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        held = port_in_use("127.0.0.1", port)
+        assert held is not None and "in use" in held and (f"pid {os.getpid()}" in held or "held by" not in held)
+    assert port_in_use("127.0.0.1", port) is None
+
+
+MATRIX = """\
+name: t
+engine: vllm
+model: {model}
+command: [{command}]
+"""
+
+
+@pytest.mark.parametrize("model,command,expected", [
+    ("/nonexistent/models/m", sys.executable, "model: /nonexistent/models/m does not exist"),
+    ("some/hub-id", "/nonexistent/bin/vllm", "the engine launcher '/nonexistent/bin/vllm' is not there"),
+    ("some/hub-id", "no-such-engine-binary", "'no-such-engine-binary' is not on PATH"),
+])
+def test_run_refuses_what_would_fail_every_cell_before_creating_anything(tmp_path, capsys, model, command, expected):
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(MATRIX.format(model=model, command=command))
+    code = main(["run", "--matrix", str(matrix), "--out", str(tmp_path / "out")])
+    assert code == 2 and expected in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_output_folder_that_cannot_be_created_is_a_clear_error(tmp_path, capsys):
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(MATRIX.format(model="some/hub-id", command=sys.executable))
+    (tmp_path / "file").write_text("x")
+    code = main(["run", "--matrix", str(matrix), "--out", str(tmp_path / "file" / "out")])
+    assert code == 2 and "cannot create the output folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field,value", [("quality", "{tasks: [../../etc/evil]}"),
+                                         ("axes", "{a: {../x: {}}}"),
+                                         ("throughput", "{scenarios: [{name: ../x, concurrency: 1}]}")])
+def test_names_that_become_paths_cannot_leave_the_run_folder(tmp_path, capsys, field, value):
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(MATRIX.format(model="some/hub-id", command=sys.executable) + f"{field}: {value}\n")
+    assert main(["validate", "--matrix", str(matrix)]) == 2
+    assert "should match pattern" in capsys.readouterr().err
+
+
+def test_a_signal_during_teardown_waits_until_the_teardown_is_done():
+    from evalharness.runner import Interrupted, _Interrupts
+
+    interrupts = _Interrupts()
+    with interrupts.installed():
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)  # a second Ctrl-C or a SIGTERM while a server is being torn down
+            time.sleep(0.1)
+            finished_teardown = True
+        assert finished_teardown and interrupts.pending == signal.SIGTERM
+        with pytest.raises(Interrupted, match="SIGTERM"):
+            interrupts.raise_pending()
+        with pytest.raises(Interrupted, match="SIGINT"):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+
+
+def test_no_process_is_started_through_a_shell():
+    """Launches are argv lists: a model path or flag value can never be read as shell syntax."""
+    import ast
+
+    offenders = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "evalharness").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                name = ast.unparse(node.func)
+                shell = any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+                            for k in node.keywords)
+                if shell or name in ("os.system", "os.popen", "subprocess.getoutput", "subprocess.getstatusoutput"):
+                    offenders.append(f"{path.name}:{node.lineno}: {name}")
+    assert offenders == []
