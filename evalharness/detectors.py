@@ -11,6 +11,8 @@ marked samples with the reference cell's, because a 135M model loops on some pro
 
 from __future__ import annotations
 
+import math
+
 import re
 import unicodedata
 import zlib
@@ -225,6 +227,25 @@ def judge(sample: Sample) -> SampleVerdict:
     hard = any(f.strength == "hard" for f in findings)
     soft = sum(f.strength == "soft" for f in findings)
     return SampleVerdict(garbage=hard or soft >= 2, findings=findings)
+
+
+def same_answer(outputs: list[str], min_count: int = 3, min_share: float = 0.25) -> dict[int, Finding]:
+    """Across a cell's answers to different prompts: the same answer, word for word, to at least `min_count` prompts
+    (and `min_share` of them). An engine that ignores its input (a broken cache, a stuck sampler, a proxy in the way)
+    answers fluently and passes every per-answer check. Returns a finding per index of such an answer (pure)."""
+    groups: dict[str, list[int]] = {}
+    for index, text in enumerate(outputs):
+        normal = " ".join(text.split()).lower()
+        if normal:
+            groups.setdefault(normal, []).append(index)
+    needed = max(min_count, math.ceil(min_share * len(outputs)))
+    found: dict[int, Finding] = {}
+    for normal, indices in groups.items():
+        if len(indices) >= needed:
+            evidence = f"the same answer to {len(indices)} of {len(outputs)} different prompts: {_clip(normal, 60)!r}"
+            for index in indices:
+                found[index] = Finding(detector="same_answer", strength="hard", evidence=evidence)
+    return found
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evalharness.detectors import Sample, cell_verdict, judge
+from evalharness.detectors import Sample, cell_verdict, judge, same_answer
 from evalharness.retries import RequestFailed, RequestSender, RequestTally
 
 DEFAULT_PROBES = Path(__file__).resolve().parent.parent / "tasks" / "probes" / "default.jsonl"
@@ -130,6 +130,9 @@ def judge_outputs(outputs: list[ProbeOutput], probes: list[Probe], reference: di
                                reference_output=ref.output if ref is not None and ref.error is None else None))
         out.garbage = verdict.garbage
         out.findings = [f.model_dump() for f in verdict.findings]
+    for index, finding in same_answer([o.output for o in answered]).items():
+        answered[index].garbage = True
+        answered[index].findings.append(finding.model_dump())
     ref_flags = [reference[o.id].garbage for o in answered if o.id in reference and reference[o.id].error is None]
     verdict = cell_verdict([o.garbage for o in answered], ref_flags or None, min_share, min_excess)
     errors = len(outputs) - len(answered)

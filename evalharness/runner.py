@@ -254,7 +254,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
             retries=matrix.requests.retries, hung_after=matrix.requests.hung_after)
         if not alive():
             raise ServerDied("the server exited while scoring the reference's continuations")
-        _judge_requests(matrix, state, "distribution", tally)
+        _judge_requests(matrix, state, "distribution", tally, alive)
     if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
         state.phase = "probes"
         return server
@@ -289,16 +289,26 @@ def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: 
             result.engine = engine.after_load(http, plan, before)
         failed = sum(result.errors.values())
         _judge_requests(matrix, state, f"throughput {scenario.name}", RequestTally(
-            requests=result.requests, failed=failed, kinds=dict(result.errors), hung=client.hung))
+            requests=result.requests, failed=failed, kinds=dict(result.errors), hung=client.hung), alive)
 
 
-def _judge_requests(matrix: Matrix, state: CellRun, phase: str, tally: RequestTally) -> None:
-    """Record a phase's requests; when too many failed, mark the cell and stop it (what it measured is kept)."""
+DYING_GRACE_S = 5.0  # an engine whose requests all fail is often on its way out: its exit takes a moment to show
+
+
+def _judge_requests(matrix: Matrix, state: CellRun, phase: str, tally: RequestTally, alive) -> None:
+    """Record a phase's requests; when too many failed, mark the cell and stop it (what it measured is kept). A
+    server that exits within a few seconds of such a phase died in it: that is a crash, not request errors."""
     state.requests[phase] = tally
     verdict = judge_tally(phase, tally, matrix.requests.max_error_rate)
-    if verdict is not None:
-        state.status, state.reason = verdict
-        raise _CellStopped(phase)
+    if verdict is None:
+        return
+    deadline = time.monotonic() + DYING_GRACE_S
+    while time.monotonic() < deadline:
+        if not alive():
+            raise ServerDied(f"the server exited during {phase}")
+        time.sleep(0.2)
+    state.status, state.reason = verdict
+    raise _CellStopped(phase)
 
 
 def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id: str, alive) -> None:
@@ -317,7 +327,7 @@ def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_i
     summary = judge_outputs(outputs, probe_set, reference, matrix.probes.garbage_min_share,
                             matrix.probes.garbage_min_excess, time.monotonic() - begin)
     state.probes = summary
-    _judge_requests(matrix, state, "probes", tally)
+    _judge_requests(matrix, state, "probes", tally, alive)
     if summary.total == 0:
         raise RuntimeError(f"every probe request failed: {outputs[0].error}")
     if summary.garbage:

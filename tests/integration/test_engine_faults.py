@@ -154,8 +154,10 @@ def test_stalled_and_cut_streams_are_errors_by_kind_never_tokens(fault_run):
 def test_hostile_model_text_is_inert_in_every_rendering(fault_run):
     _, out, cells, _ = fault_run
     hostile = cell(cells, "hostile")
-    assert hostile["status"] == "garbage"  # the same text for every prompt, nothing like the reference
+    assert hostile["status"] == "garbage"  # the same fluent text for every prompt
+    assert "same_answer" in json.dumps(hostile["probes"]["offending"])
     assert HOSTILE in (out / "cells" / "fault-hostile" / "probes.jsonl").read_text()  # kept verbatim as data
+    assert "@\u200bchannel" in (out / "report.md").read_text()  # the report shows it, defused
     for name in ("report.md", "summary.md"):
         text = (out / name).read_text()
         assert "@channel" not in text, name  # a mention pings nobody, in code blocks too

@@ -167,3 +167,15 @@ def test_detect_bad_input(tmp_path, capsys, content, message):
     path.write_text(content)
     assert main(["detect", str(path)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_same_answer_to_different_prompts_is_garbage_however_fluent():
+    from evalharness.detectors import same_answer
+
+    fluent = "The capital of France is Paris, a city on the Seine."
+    outputs = [fluent, " the capital of france is PARIS,  a city on the Seine.", fluent, "4", "Blue.", fluent]
+    found = same_answer(outputs)
+    assert sorted(found) == [0, 1, 2, 5] and found[0].detector == "same_answer" and found[0].strength == "hard"
+    assert "4 of 6 different prompts" in found[0].evidence
+    # short answers that happen to coincide twice are not enough; empty answers are another detector's business
+    assert same_answer(["Yes.", "Yes.", "No.", "4", "", "", ""]) == {}
