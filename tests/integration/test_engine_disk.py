@@ -70,3 +70,21 @@ def test_a_full_disk_stops_the_run_cleanly_and_keeps_the_last_good_save(engine, 
     final = json.loads((out / "results.json").read_text())
     assert final["complete"] is True and final["cells"]["cell-bf16"]["status"] == "ok"
     assert engine_processes() == []
+
+
+def test_a_read_only_output_folder_is_refused_before_any_launch(engine, tmp_path):
+    disk = tmp_path / "ro"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(disk)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.fail(f"this test mounts a read-only tmpfs and needs root for that: {mounted.stderr.strip()}")
+    try:
+        matrix = tmp_path / "m.yaml"
+        matrix.write_text(matrix_yaml(engine, {"f32": "{args: {--dtype: float32}}"}))
+        proc = subprocess.run([*HARNESS, "run", "--matrix", str(matrix), "--out", str(disk / "out")], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and "cannot create the output folder" in proc.stderr
+        assert "Read-only file system" in proc.stderr and engine_processes() == []
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

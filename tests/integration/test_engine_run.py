@@ -124,16 +124,24 @@ def _signal_in_phase(proc, cell_id, phase, sig, delay_s):
     return "".join(lines)
 
 
-def _comparable(cell):
-    """What an interrupted and resumed run must reproduce: everything but timings and throughput numbers."""
-    keep = ("status", "phase", "settings_hash", "args", "env", "argv")
-    out = {k: cell[k] for k in keep}
-    out["argv"] = [a for a in cell["argv"] if not a.isdigit()]  # the port differs
-    out["crash"] = cell["crash"]["kind"] if cell["crash"] else None
-    out["probes"] = cell["probes"] and {k: cell["probes"][k] for k in ("garbage", "flagged", "total", "errors")}
-    out["quality"] = [(q["task"], q["value"], q["n"]) for q in cell["quality"]]
-    out["drift"] = cell["drift"] and {k: cell["drift"][k] for k in cell["drift"] if k != "seconds"}
-    return out
+def _same_outcome(resumed, uninterrupted):
+    """A re-run cell against the uninterrupted run's: the same settings, outcome and measurements. Measured here:
+    greedy answers of this CPU engine in bfloat16 depend on how requests were batched (one of 12 probe answers of
+    the bf16 cell differed between two runs, its quality scores did not), so scores and KL divergence are compared
+    within a tolerance and probe agreement not at all."""
+    for key in ("status", "phase", "settings_hash", "args", "env"):
+        assert resumed[key] == uninterrupted[key], key
+    assert [a for a in resumed["argv"] if not a.isdigit()] == [a for a in uninterrupted["argv"] if not a.isdigit()]
+    assert (resumed["crash"] or {}).get("kind") == (uninterrupted["crash"] or {}).get("kind")
+    assert (resumed["probes"] or {}).get("garbage") == (uninterrupted["probes"] or {}).get("garbage")
+    assert (resumed["probes"] or {}).get("total") == (uninterrupted["probes"] or {}).get("total")
+    assert [(q["task"], q["n"]) for q in resumed["quality"]] == [(q["task"], q["n"]) for q in uninterrupted["quality"]]
+    for mine, theirs in zip(resumed["quality"], uninterrupted["quality"]):
+        assert mine["value"] == pytest.approx(theirs["value"], abs=0.1), mine["task"]
+    if uninterrupted["drift"] and uninterrupted["drift"]["distribution"]:
+        mine, theirs = resumed["drift"]["distribution"], uninterrupted["drift"]["distribution"]
+        assert mine["positions"] == theirs["positions"]
+        assert mine["mean_kld"] == pytest.approx(theirs["mean_kld"], rel=0.05)
 
 
 def test_signals_at_random_phases_then_resume_reproduce_the_uninterrupted_run(finished_run, tmp_path):
@@ -168,7 +176,9 @@ def test_signals_at_random_phases_then_resume_reproduce_the_uninterrupted_run(fi
     assert final["complete"] is True
     if left_behind:
         assert any("left running by an earlier harness" in note for note in final["notes"]), final["notes"]
-    assert final["cells"]["cell-f32"]["started_at"] == saved["cells"]["cell-f32"]["started_at"]  # not re-run
+    for cid, kept in saved["cells"].items():  # finished cells are skipped: their records are untouched
+        assert final["cells"][cid] == kept, cid
     uninterrupted = json.loads((reference_out / "results.json").read_text())["cells"]
-    assert {c: _comparable(v) for c, v in final["cells"].items()} == \
-        {c: _comparable(v) for c, v in uninterrupted.items()}
+    assert sorted(final["cells"]) == sorted(uninterrupted)
+    for cid, cell in final["cells"].items():
+        _same_outcome(cell, uninterrupted[cid])
