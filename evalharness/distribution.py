@@ -11,14 +11,13 @@ Where the engine returns no prompt log-probabilities, the file records why, and 
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 from pydantic import BaseModel
 
-from evalharness.retries import RequestFailed, RequestSender, RequestTally
+from evalharness.retries import RequestFailed, RequestSender, RequestTally, map_in_threads
 from evalharness.stats import quantile, topk_kl
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "tasks" / "probes" / "distribution.jsonl"
@@ -55,15 +54,7 @@ def continuations(sender: RequestSender, base_url: str, model: str, prompts: lis
                                                              "max_tokens": max_tokens, "temperature": 0.0})
         return {"id": item["id"], "prompt": item["prompt"], "continuation": data["choices"][0]["text"]}
 
-    return _parallel(one, prompts, concurrency)
-
-
-def _parallel(function, items: list, concurrency: int) -> list:
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    try:
-        return list(pool.map(function, items))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for requests in flight
+    return map_in_threads(one, prompts, concurrency)
 
 
 def score(sender: RequestSender, base_url: str, model: str, item: dict[str, str], k: int = TOP_K) -> Scored:
@@ -142,7 +133,7 @@ def run_phase(base_url: str, model: str, cell_dir: Path, reference_dir: Path, is
             return {"scored": 0, "error": "the reference cell has no continuations (it did not run or failed)"}, \
                 sender.tally
         items = [json.loads(line) for line in cont_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        scored = _parallel(lambda item: score(sender, base_url, model, item), items, 4)
+        scored = map_in_threads(lambda item: score(sender, base_url, model, item), items, 4)
     save(cell_dir / "distribution.jsonl", scored)
     errors = [s.error for s in scored if s.error]
     return {"scored": len(scored) - len(errors), "error": errors[0] if errors else None}, sender.tally

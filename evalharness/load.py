@@ -9,8 +9,8 @@ speed itself, and timing one gap per chunk overstates inter-token latency by the
   the time to first token; a "chunk" is an arrival: events that came in one socket read arrived at the same moment
   and count as one (so a client falling behind shows as larger chunks, not as zero gaps);
 - TPOT is (end-to-end - TTFT) / (tokens after the first chunk), and per-request decode tokens/s is its inverse.
-The client is asyncio with its own HTTP/1.1 streaming client (stream_http.py) and an SSE reader that, when every event carries usage, reads the count
-without parsing the JSON (benchmarks/ measures its capacity).
+The client is asyncio with its own HTTP/1.1 streaming client (stream_http.py) and an SSE reader that, when every
+event carries usage, reads the count without parsing the JSON (benchmarks/ measures its capacity).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 from pydantic import BaseModel
 
+from evalharness.retries import TimeoutStreak
 from evalharness.stream_http import StreamClient, StreamClosed
-
-import orjson
 
 _loads = orjson.loads
 
@@ -218,6 +218,14 @@ class _SSEReader:
         return False
 
 
+def _arrival(record: RequestRecord, now: float, tokens: int | None) -> None:
+    """One chunk: what one read brought (`tokens` None when the server did not count them)."""
+    if record.ttft is None:
+        record.ttft = now - record.start
+    record.chunk_times.append(now)
+    record.chunk_tokens.append(tokens)
+
+
 def _is_done(block: bytes) -> bool:
     # A newline inside model text is escaped in JSON, so a raw one followed by the marker starts a real line.
     return block.startswith(b"data: [DONE]") or b"\ndata: [DONE]" in block
@@ -235,13 +243,10 @@ def ingest_block(record: RequestRecord, stream: _StreamState, block: bytes, now:
     done = _is_done(block)
     if events and b'"error"' not in block and block.count(_COMPLETION_KEY) == events - done:
         last = _COMPLETION_COUNT.match(block, block.rfind(_COMPLETION_KEY))
-        if last is not None and int(last.group(1)) >= stream.usage_tokens:
-            count = int(last.group(1))
+        count = int(last.group(1)) if last is not None else -1
+        if count >= stream.usage_tokens:
             if count > stream.usage_tokens and stream.counts_known:
-                if record.ttft is None:
-                    record.ttft = now - record.start
-                record.chunk_times.append(now)
-                record.chunk_tokens.append(count - stream.usage_tokens)
+                _arrival(record, now, count - stream.usage_tokens)
             stream.usage_tokens = record.completion_tokens = count
             prompt = _PROMPT_COUNT.match(block, max(0, block.rfind(b'"prompt_tokens":')))
             if prompt is not None:
@@ -292,10 +297,7 @@ def _ingest_lines(record: RequestRecord, stream: _StreamState, block: bytes, now
         if usage and usage.get("prompt_tokens") is not None:
             record.prompt_tokens = usage["prompt_tokens"]
     if arrived or texts:
-        if record.ttft is None:
-            record.ttft = now - record.start
-        record.chunk_times.append(now)
-        record.chunk_tokens.append(arrived if arrived_known else None)
+        _arrival(record, now, arrived if arrived_known else None)
         if not arrived_known:
             record.text_parts.extend(texts)  # only needed if the tokenizer must count at the end
 
@@ -312,9 +314,8 @@ class LoadClient:
         self.ignore_eos = ignore_eos
         self.tokenize_url = tokenize_url
         # this many timeouts in a row mean the engine stopped answering: no new requests are sent after them
-        self.hung_after = hung_after
-        self.hung = False
-        self._timeouts_in_a_row = 0
+        self._streak = TimeoutStreak(hung_after)
+        self._tokenizer: StreamClient | None = None  # opened on first need (servers without usage)
 
     def payload(self, prompt: str, output_len: int) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -371,24 +372,22 @@ class LoadClient:
                 record.end = time.perf_counter()
             if response is not None:
                 response.close()
-            self._note_timeout(record)
+            self._streak.add(record.error is not None and record.error.startswith("timeout"))
         return record
 
-    def _note_timeout(self, record: RequestRecord) -> None:
-        if record.error is not None and record.error.startswith("timeout"):
-            self._timeouts_in_a_row += 1
-            self.hung = self.hung or (self.hung_after is not None and self._timeouts_in_a_row >= self.hung_after)
-        elif record.ok:
-            self._timeouts_in_a_row = 0
+    @property
+    def hung(self) -> bool:
+        return self._streak.hung
 
     async def _count_with_tokenizer(self, text: str) -> int | None:
         if not self.tokenize_url:
             return None
         parts = urlsplit(self.tokenize_url)
-        tokenizer = StreamClient(f"{parts.scheme}://{parts.netloc}", timeout_s=self.timeout_s)
+        if self._tokenizer is None:
+            self._tokenizer = StreamClient(f"{parts.scheme}://{parts.netloc}", timeout_s=self.timeout_s)
         try:
-            response = await tokenizer.post(parts.path, {"model": self.model, "prompt": text,
-                                                         "add_special_tokens": False})
+            response = await self._tokenizer.post(parts.path, {"model": self.model, "prompt": text,
+                                                               "add_special_tokens": False})
             try:
                 if response.status != 200:
                     return None
@@ -398,8 +397,6 @@ class LoadClient:
             return data.get("count") if "count" in data else len(data.get("tokens", []))
         except (asyncio.TimeoutError, StreamClosed, OSError, ValueError):
             return None
-        finally:
-            tokenizer.close()
 
     async def run(self, *, requests: int | None, duration_s: float | None, concurrency: int | None,
                   request_rate: float | None, input_len: int, output_len: int, warmup: int = 1,
@@ -439,6 +436,9 @@ class LoadClient:
             return warm, measured
         finally:
             session.close()
+            if self._tokenizer is not None:
+                self._tokenizer.close()
+                self._tokenizer = None
 
 
 def run_loop(coroutine):

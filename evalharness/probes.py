@@ -8,7 +8,6 @@ verdict relative, since a 135M model loops on some prompts in every configuratio
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalharness.detectors import Sample, cell_verdict, judge, same_answer
-from evalharness.retries import RequestFailed, RequestSender, RequestTally
+from evalharness.retries import RequestFailed, RequestSender, RequestTally, map_in_threads
 
 DEFAULT_PROBES = Path(__file__).resolve().parent.parent / "tasks" / "probes" / "default.jsonl"
 
@@ -95,15 +94,10 @@ def _ask(sender: RequestSender, base_url: str, model: str, probe: Probe, max_tok
 def ask_all(base_url: str, model: str, probes: list[Probe], max_tokens: int, timeout_s: float,
             concurrency: int = 4, retries: int = 2, hung_after: int = 3) -> tuple[list[ProbeOutput], RequestTally]:
     """Every probe, greedy, a few at a time; a request that keeps failing is recorded with its error."""
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    try:
-        with httpx.Client(timeout=timeout_s) as client:
-            sender = RequestSender(client, retries=retries, hung_after=hung_after)
-            futures = [pool.submit(_ask, sender, base_url, model, p, max_tokens) for p in probes]
-            return [f.result() for f in futures], sender.tally
-    finally:
-        # on an interrupt, do not wait for requests in flight: the server is about to be torn down anyway
-        pool.shutdown(wait=False, cancel_futures=True)
+    with httpx.Client(timeout=timeout_s) as client:
+        sender = RequestSender(client, retries=retries, hung_after=hung_after)
+        outputs = map_in_threads(lambda probe: _ask(sender, base_url, model, probe, max_tokens), probes, concurrency)
+        return outputs, sender.tally
 
 
 def reference_outputs(path: Path) -> dict[str, ProbeOutput]:

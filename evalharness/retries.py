@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
 
 import httpx
 from pydantic import BaseModel
@@ -68,17 +69,39 @@ def _kind(exc: Exception) -> str:
     return type(exc).__name__
 
 
+class TimeoutStreak:
+    """Timeouts in a row: `hung` once `limit` of them came with no answer in between (not thread-safe by itself)."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.in_a_row = 0
+        self.hung = False
+
+    def add(self, timed_out: bool) -> None:
+        self.in_a_row = self.in_a_row + 1 if timed_out else 0
+        self.hung = self.hung or (self.limit is not None and self.in_a_row >= self.limit)
+
+
+def map_in_threads(function: Callable[[Any], Any], items: list, concurrency: int) -> list:
+    """`function` over `items`, a few at a time, results in order. On an interrupt nothing waits for the requests
+    in flight: the server is about to be torn down anyway."""
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    try:
+        return list(pool.map(function, items))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 class RequestSender:
     """Sends JSON POSTs with retries for one phase and tallies them (thread-safe: phases send from a pool)."""
 
     def __init__(self, client: httpx.Client, *, retries: int, hung_after: int = 3, backoff_s: float = 0.5):
         self.client = client
         self.retries = retries
-        self.hung_after = hung_after
         self.backoff_s = backoff_s
         self.tally = RequestTally()
         self._lock = threading.Lock()
-        self._timeouts_in_a_row = 0
+        self._streak = TimeoutStreak(hung_after)
 
     def _count(self, **changes: Any) -> None:
         with self._lock:
@@ -88,12 +111,8 @@ class RequestSender:
     def _failed_attempt(self, kind: str) -> None:
         with self._lock:
             self.tally.kinds[kind] = self.tally.kinds.get(kind, 0) + 1
-            if kind == "timeout":
-                self._timeouts_in_a_row += 1
-                if self._timeouts_in_a_row >= self.hung_after:
-                    self.tally.hung = True
-            else:
-                self._timeouts_in_a_row = 0
+            self._streak.add(kind == "timeout")
+            self.tally.hung = self._streak.hung
 
     def post_json(self, url: str, body: dict[str, Any]) -> Any:
         """The decoded JSON answer of a 200, or RequestFailed after the retries."""
@@ -117,7 +136,7 @@ class RequestSender:
                         kind, message = "bad_json", str(exc)
                     else:
                         with self._lock:
-                            self._timeouts_in_a_row = 0
+                            self._streak.add(False)
                         return data
                 else:
                     kind, message = f"http_{response.status_code}", response.text[:200]

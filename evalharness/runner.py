@@ -514,8 +514,9 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
     def save() -> None:
         nonlocal saved, save_error
         try:
-            write_outputs(run, out_dir)
+            save_run(run, out_dir)
             saved = len(run.cells)
+            render_all(run, out_dir)
         except OSError as exc:  # disk full, folder gone or read-only: stop, and say what the folder still holds
             save_error = (f"cannot save the results in {out_dir}: {exc.strerror or exc}; results.json still holds "
                           f"the last good save ({saved} finished cells, not marked complete); free the space and "

@@ -3,6 +3,7 @@ is torn down, and results.json keeps the last good save, never a half-written or
 
 The full disk is a small tmpfs (mounting one needs root, as CI has here; elsewhere the test fails and says so)."""
 
+import contextlib
 import json
 import subprocess
 import time
@@ -14,16 +15,24 @@ from tests.integration.conftest import HARNESS, REPO, engine_processes, matrix_y
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 
 
-@pytest.fixture()
-def small_disk(tmp_path):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], capture_output=True,
+@contextlib.contextmanager
+def tmpfs(folder, options):
+    """A tmpfs mounted on `folder` for the duration (mounting needs root; without it the test fails and says so)."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True,
                              text=True)
     if mounted.returncode != 0:
-        pytest.fail(f"this test mounts a small tmpfs to fill it and needs root for that: {mounted.stderr.strip()}")
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], check=False)
+        pytest.fail(f"this test mounts a tmpfs ({options}) and needs root for that: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.fixture()
+def small_disk(tmp_path):
+    with tmpfs(tmp_path / "disk", "size=8m") as disk:
+        yield disk
 
 
 def _fill(folder):
@@ -73,18 +82,10 @@ def test_a_full_disk_stops_the_run_cleanly_and_keeps_the_last_good_save(engine, 
 
 
 def test_a_read_only_output_folder_is_refused_before_any_launch(engine, tmp_path):
-    disk = tmp_path / "ro"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(disk)], capture_output=True,
-                             text=True)
-    if mounted.returncode != 0:
-        pytest.fail(f"this test mounts a read-only tmpfs and needs root for that: {mounted.stderr.strip()}")
-    try:
-        matrix = tmp_path / "m.yaml"
-        matrix.write_text(matrix_yaml(engine, {"f32": "{args: {--dtype: float32}}"}))
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(matrix_yaml(engine, {"f32": "{args: {--dtype: float32}}"}))
+    with tmpfs(tmp_path / "ro", "ro,size=1m") as disk:
         proc = subprocess.run([*HARNESS, "run", "--matrix", str(matrix), "--out", str(disk / "out")], cwd=REPO,
                               capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 2 and "cannot create the output folder" in proc.stderr
-        assert "Read-only file system" in proc.stderr and engine_processes() == []
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+    assert proc.returncode == 2 and "cannot create the output folder" in proc.stderr
+    assert "Read-only file system" in proc.stderr and engine_processes() == []
