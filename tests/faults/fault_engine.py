@@ -10,12 +10,18 @@ in the environment variable EH_FAULTS (JSON). The harness sees exactly what a mi
 errors, resets, stalls, cut streams, altered text, and the engine process dying, in whichever phase a rule targets.
 When the engine exits, this script exits with the engine's status, so the harness sees its server die.
 
+With `--upstream URL` before the `--`, the script starts no engine: it proxies to a real engine that is already
+serving (the tests start one per session with the same flags, see tests/integration/conftest.py), and it is itself
+the process the harness launched: `kill` kills this script (SIGKILL), which is what the harness sees when its
+server's launcher dies. A fault matrix then costs no engine start per cell, whatever the machine's speed.
+
 EH_FAULTS = {"seed": 1, "rules": [RULE, ...]}; each request takes the first rule that matches and fires:
     match:  path (exact), body (each key equal, null = absent), has (keys present), skip (let the first N matching
             requests through), times (fire at most N times), probability (fire at random, seeded)
     action: status (answer `code`), reset (close the connection with no answer), stall (wait `seconds` before the
             first byte), stall_mid (forward `after_bytes`, then hang), cut (forward `after_bytes`, then close),
-            alter (replace the text of every choice with `text`), kill (SIGKILL the engine, then drop the request)
+            alter (replace the text of every choice with `text`), kill (SIGKILL the engine, then drop the request;
+            with --upstream, SIGKILL this script)
 Every fired fault is printed to stdout (the server log) as "[fault] ...", and GET /faults returns the counts.
 """
 
@@ -81,7 +87,7 @@ class Rule:
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, rules: list[Rule], engine: subprocess.Popen):
+    def __init__(self, upstream: str, rules: list[Rule], engine: subprocess.Popen | None):
         self.upstream = upstream
         self.rules = rules
         self.engine = engine
@@ -110,8 +116,10 @@ class FaultProxy:
             request.transport.abort()  # RST where the kernel can, in any case no answer
             raise asyncio.CancelledError
         if action == "kill":
-            self.engine.send_signal(signal.SIGKILL)
             request.transport.abort()
+            if self.engine is None:  # upstream mode: this script is the server the harness launched
+                os.kill(os.getpid(), signal.SIGKILL)
+            self.engine.send_signal(signal.SIGKILL)
             raise asyncio.CancelledError
         if action == "stall":
             await asyncio.sleep(rule.spec.get("seconds", 3600))
@@ -171,11 +179,15 @@ async def serve(proxy: FaultProxy, host: str, port: int) -> int:
     stop = loop.create_future()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda s=sig: stop.done() or stop.set_result(-s))
-    while not stop.done() and proxy.engine.poll() is None:
+    engine = proxy.engine
+    while not stop.done() and (engine is None or engine.poll() is None):
         await asyncio.wait([stop], timeout=0.2)
-    if stop.done() and proxy.engine.poll() is None:
-        proxy.engine.send_signal(signal.SIGTERM)
-    code = await loop.run_in_executor(None, proxy.engine.wait)
+    if engine is None:
+        code = stop.result()
+    else:
+        if stop.done() and engine.poll() is None:
+            engine.send_signal(signal.SIGTERM)
+        code = await loop.run_in_executor(None, engine.wait)
     await proxy.session.close()
     await runner.cleanup()
     return code
@@ -183,18 +195,24 @@ async def serve(proxy: FaultProxy, host: str, port: int) -> int:
 
 def main() -> int:
     argv = sys.argv[1:]
+    own = argv[: argv.index("--")] if "--" in argv else []
     if "--" in argv:
         argv = argv[argv.index("--") + 1:]
     engine_argv, host, public = split_engine_argv(argv)
     config = json.loads(os.environ.pop("EH_FAULTS", "") or "{}")
     rng = random.Random(config.get("seed", 0))
     rules = [Rule(spec, rng) for spec in config.get("rules", [])]
-    engine = subprocess.Popen(engine_argv)  # same session and group: the harness's teardown reaches it
-    print(f"[fault] proxy {host}:{public} -> engine pid {engine.pid}; rules: {json.dumps(config.get('rules', []))}",
-          flush=True)
-    upstream = f"http://{host}:{engine_argv[engine_argv.index('--port') + 1]}"
+    if "--upstream" in own:
+        upstream, engine = own[own.index("--upstream") + 1].rstrip("/"), None
+        print(f"[fault] proxy {host}:{public} -> running engine {upstream}; flags given (served there already): "
+              f"{json.dumps(engine_argv)}", flush=True)
+    else:
+        engine = subprocess.Popen(engine_argv)  # same session and group: the harness's teardown reaches it
+        upstream = f"http://{host}:{engine_argv[engine_argv.index('--port') + 1]}"
+        print(f"[fault] proxy {host}:{public} -> engine pid {engine.pid}", flush=True)
+    print(f"[fault] rules: {json.dumps(config.get('rules', []))}", flush=True)
     code = asyncio.run(serve(FaultProxy(upstream, rules, engine), host, public))
-    print(f"[fault] engine exited with {code}", flush=True)
+    print(f"[fault] {'engine exited' if engine else 'proxy stopped'} with {code}", flush=True)
     return 128 - code if code < 0 else code
 
 

@@ -1,15 +1,28 @@
 """Shared set-up for tests against the real embedded engine (vLLM CPU build serving SmolLM2-135M-Instruct).
 
 These tests never skip: if the engine or the model is missing they fail and say how to set them up.
+
+No test outcome may depend on how fast the machine is. Where a timeout is the thing under test, it is derived from
+`calibration`: the slowest answer of the probe set (the harness's probe load: twelve chat prompts, 64 tokens, four at
+a time) measured on the real engine at the start of the session, times a stated factor. Safety limits (pytest
+timeouts, waits for a process to appear) are generous deadlines scaled the same way, never outcomes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
@@ -19,6 +32,17 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE_PYTHON = REPO / ".engine" / "venv" / "bin" / "python"
 MODEL = REPO / ".engine" / "models" / "SmolLM2-135M-Instruct"
 HARNESS = [sys.executable, "-m", "evalharness"]
+FAULT_ENGINE = REPO / "tests" / "faults" / "fault_engine.py"
+ENGINE_MODULE = ["-m", "vllm.entrypoints.openai.api_server"]
+SERVED_NAME = "smollm2"
+# the flags every test cell shares; the session engine is launched with these and float32
+BASE_ARGS = {"--max-model-len": 1024, "--enforce-eager": True, "--enable-tokenizer-info-endpoint": True}
+BASE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
+# A healthy request may take this many times the slowest calibration answer before a test calls it a timeout: room
+# for the machine getting twice as slow mid-run (the other core busy) and for batching with other cells' requests.
+REQUEST_FACTOR = 10
+# pids of engines the test session itself keeps running (the shared engine): never counted as left behind
+_SESSION_ENGINES: list[int] = []
 
 
 @pytest.fixture(scope="session")
@@ -29,17 +53,19 @@ def engine() -> dict[str, str]:
     return {"python": str(ENGINE_PYTHON), "model": str(MODEL)}
 
 
-def matrix_yaml(engine: dict[str, str], cells: dict[str, str], startup_s: float = 300, extra: str = "") -> str:
+def matrix_yaml(engine: dict[str, str], cells: dict[str, str], startup_s: float = 600, extra: str = "",
+                command: list[str] | None = None) -> str:
     """A matrix on the embedded engine with one axis `cell`, whose values are given as YAML flow mappings."""
     values = "\n".join(f"    {name}: {body}" for name, body in cells.items())
+    command = command or [engine["python"], *ENGINE_MODULE]
     return f"""\
 name: integration
 engine: vllm
 model: {engine['model']}
-served_model_name: smollm2
-command: [{engine['python']}, -m, vllm.entrypoints.openai.api_server]
-args: {{--max-model-len: 1024, --enforce-eager: true, --enable-tokenizer-info-endpoint: true}}
-env: {{VLLM_CPU_KVCACHE_SPACE: 1, HF_HUB_OFFLINE: 1}}
+served_model_name: {SERVED_NAME}
+command: {json.dumps(command)}
+args: {json.dumps(BASE_ARGS)}
+env: {json.dumps(BASE_ENV)}
 axes:
   cell:
 {values}
@@ -47,13 +73,26 @@ timeouts: {{startup_s: {startup_s}, teardown_grace_s: 20}}
 {extra}"""
 
 
+def _session_engine_pids() -> set[int]:
+    pids = set()
+    for root in _SESSION_ENGINES:
+        try:
+            parent = psutil.Process(root)
+            pids |= {root, *(p.pid for p in parent.children(recursive=True))}
+        except psutil.NoSuchProcess:
+            continue
+    return pids
+
+
 def engine_processes() -> list[psutil.Process]:
     """Every live engine process on this machine: launched by an evalharness server (the marker variable; vLLM's
-    renamed workers can hide it, see server.py), renamed VLLM::*, or serving the test model."""
+    renamed workers can hide it, see server.py), renamed VLLM::*, or serving the test model; the session's own
+    shared engine excepted."""
     found = []
+    ours = _session_engine_pids()
     for proc in psutil.process_iter(["pid", "name"]):
         try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
+            if proc.status() == psutil.STATUS_ZOMBIE or proc.pid in ours:
                 continue
             if (proc.info["name"] or "").startswith("VLLM::") or MARKER_ENV in proc.environ() \
                     or str(MODEL) in " ".join(proc.cmdline()):
@@ -63,6 +102,102 @@ def engine_processes() -> list[psutil.Process]:
     return found
 
 
-def run_harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+def run_harness(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*HARNESS, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class SharedEngine:
+    """The real engine, float32 with BASE_ARGS, started once per session for tests that only send it requests."""
+    root_url: str
+    args: dict
+    log: Path
+
+
+@pytest.fixture(scope="session")
+def shared_engine(engine, tmp_path_factory) -> SharedEngine:
+    folder = tmp_path_factory.mktemp("shared-engine")
+    port, args = free_port(), {**BASE_ARGS, "--dtype": "float32"}
+    argv = [engine["python"], *ENGINE_MODULE, "--model", engine["model"], "--served-model-name", SERVED_NAME,
+            "--host", "127.0.0.1", "--port", str(port)]
+    for flag, value in args.items():
+        argv += [flag] if value is True else [flag, str(value)]
+    log = folder / "server.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, **BASE_ENV, "VLLM_NO_USAGE_STATS": "1"})
+    _SESSION_ENGINES.append(proc.pid)
+    root = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 900  # a deadline for a broken set-up, not a measurement
+        while not _healthy(root):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the shared engine did not start (exit {proc.poll()}); its log:\n"
+                            f"{log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.5)
+        yield SharedEngine(root, args, log)
+    finally:
+        _stop(proc)
+        _SESSION_ENGINES.remove(proc.pid)
+
+
+def _healthy(root: str) -> bool:
+    try:
+        return httpx.get(f"{root}/health", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the engine's process group, then SIGKILL whatever is left of it and its descendants after a grace."""
+    try:
+        family = [psutil.Process(proc.pid)]
+        family += family[0].children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    _, alive = psutil.wait_procs(family, timeout=30)
+    for leftover in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            leftover.kill()
+    psutil.wait_procs(alive, timeout=30)
+    proc.poll()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How fast this machine answers, measured on the real engine at the start of the session."""
+    slowest_probe_s: float  # the slowest answer of the probe set, asked as the harness asks it
+
+    @property
+    def request_s(self) -> float:
+        """A request timeout no healthy request reaches on this machine (REQUEST_FACTOR x the slowest answer)."""
+        return round(max(REQUEST_FACTOR * self.slowest_probe_s, 5.0), 1)
+
+
+@pytest.fixture(scope="session")
+def calibration(shared_engine) -> Calibration:
+    probes = [json.loads(line) for line in (REPO / "tasks" / "probes" / "default.jsonl").read_text().splitlines()
+              if line.strip()]
+
+    def ask(probe: dict) -> float:
+        started = time.monotonic()
+        reply = httpx.post(f"{shared_engine.root_url}/v1/chat/completions", timeout=600, json={
+            "model": SERVED_NAME, "messages": probe["messages"], "max_tokens": probe.get("max_tokens") or 64,
+            "temperature": 0.0})
+        reply.raise_for_status()
+        return time.monotonic() - started
+
+    with ThreadPoolExecutor(4) as pool:  # the probe phase's default concurrency
+        seconds = list(pool.map(ask, probes))
+    measured = Calibration(slowest_probe_s=round(max(seconds), 2))
+    print(f"calibration: slowest probe answer {measured.slowest_probe_s}s -> request timeout {measured.request_s}s")
+    return measured

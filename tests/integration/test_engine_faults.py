@@ -1,6 +1,12 @@
 """Faults injected between the harness and the real engine (tests/faults/fault_engine.py), one cell per fault, in one
 matrix run: what the user sees for each, what is kept, and that nothing is left running.
 
+Every cell's server is the fault proxy in front of the session's shared engine (`--upstream`): the harness launches,
+probes, measures and tears down a real process per cell, and the engine answering is the real one, without an engine
+start per cell. Faults fire by count or at the proxy's own seeded random, never by racing a clock; the one timeout
+under test (requests.request_s) is the calibration's (conftest.py): ten times the slowest probe answer measured on
+this machine at the start of the session.
+
 Covered here: the engine dying during probes and during throughput; intermittent 500/503s and resets that retries
 absorb (results kept); a phase whose requests mostly fail (cell marked error, what it measured kept); an engine that
 is up but stops answering (request timeouts, cell stopped early as timed out); throughput streams stalled mid-body
@@ -14,9 +20,10 @@ import sys
 
 import pytest
 
-from tests.integration.conftest import REPO, engine_processes, run_harness
+from tests.integration.conftest import (BASE_ENV, ENGINE_MODULE, FAULT_ENGINE, REQUEST_FACTOR, SERVED_NAME,
+                                        engine_processes, run_harness)
 
-pytestmark = [pytest.mark.engine, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(3600)]
 
 SECRET = "hunter2-do-not-print"
 HOSTILE = "@channel <script>alert(1)</script> | col | ![x](http://evil.example/x.png) `tick` **bold**"
@@ -47,22 +54,23 @@ FAULTS = {
 }
 
 
-def fault_matrix(engine: dict[str, str]) -> dict:
-    command = [sys.executable, str(REPO / "tests" / "faults" / "fault_engine.py"), "--",
-               engine["python"], "-m", "vllm.entrypoints.openai.api_server"]
+def fault_matrix(engine: dict[str, str], shared, request_s: float) -> dict:
+    """Every cell a fault proxy in front of the shared engine, whose flags the matrix repeats (the proxy logs them)."""
+    command = [sys.executable, str(FAULT_ENGINE), "--upstream", shared.root_url, "--", engine["python"],
+               *ENGINE_MODULE]
     return {
         "name": "faults",
         "engine": "vllm",
         "model": engine["model"],
-        "served_model_name": "smollm2",
+        "served_model_name": SERVED_NAME,
         "command": command,
-        "args": {"--max-model-len": 1024, "--enforce-eager": True, "--enable-tokenizer-info-endpoint": True,
-                 "--dtype": "float32"},
-        "env": {"VLLM_CPU_KVCACHE_SPACE": 1, "HF_HUB_OFFLINE": 1, "EH_API_TOKEN": SECRET},
+        "args": shared.args,
+        "env": {**BASE_ENV, "EH_API_TOKEN": SECRET},
         "axes": {"fault": {name: {"env": {"EH_FAULTS": json.dumps({"seed": 7, "rules": rules})}}
                            for name, rules in FAULTS.items()}},
         "reference": {"fault": "none"},
-        "timeouts": {"startup_s": 300, "teardown_grace_s": 20, "request_s": 8},
+        # startup_s and teardown_grace_s are deadlines here (the proxy starts in about a second), not under test
+        "timeouts": {"startup_s": 300, "teardown_grace_s": 20, "request_s": request_s},
         "requests": {"retries": 3, "max_error_rate": 0.05, "hung_after": 3},
         "quality": {"tasks": ["eh_choice"], "limit": 12},
         "throughput": {"scenarios": [{"name": "c2", "concurrency": 2, "requests": 6, "input_len": 32,
@@ -71,14 +79,22 @@ def fault_matrix(engine: dict[str, str]) -> dict:
 
 
 @pytest.fixture(scope="module")
-def fault_run(engine, tmp_path_factory):
+def fault_run(engine, shared_engine, calibration, tmp_path_factory):
     folder = tmp_path_factory.mktemp("faults")
     matrix = folder / "faults.yaml"
-    matrix.write_text(json.dumps(fault_matrix(engine), indent=1))  # JSON is YAML
+    matrix.write_text(json.dumps(fault_matrix(engine, shared_engine, calibration.request_s), indent=1))  # JSON is YAML
     out = folder / "out"
-    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), timeout=1400)
+    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), timeout=3000)
     results = json.loads((out / "results.json").read_text())
-    return proc, out, results["cells"], results
+    reference = cell(results["cells"], "none")
+    # the faulty cells are judged against this one: if it is not ok, nothing below means anything
+    assert reference["status"] == "ok" and reference["phase"] == "done", (
+        f"the fault matrix's reference cell (no fault) ended {reference['status']} at {reference['phase']}: "
+        f"{reference['reason']}. Its request timeout was {calibration.request_s}s, at least {REQUEST_FACTOR}x the "
+        f"slowest probe answer measured at the start of the session ({calibration.slowest_probe_s}s): the machine "
+        f"got that much slower during the run, or the engine itself is unwell (see {out}/cells/fault-none/server.log "
+        f"and the shared engine's log {shared_engine.log})")
+    return proc, out, results["cells"], results, calibration
 
 
 def cell(cells, name):
@@ -86,7 +102,7 @@ def cell(cells, name):
 
 
 def test_the_run_finishes_every_cell_and_leaves_nothing(fault_run):
-    proc, out, cells, results = fault_run
+    proc, out, cells, results, _ = fault_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert results["complete"] is True and len(cells) == len(FAULTS)
     assert engine_processes() == []
@@ -96,7 +112,7 @@ def test_the_run_finishes_every_cell_and_leaves_nothing(fault_run):
 
 
 def test_intermittent_errors_are_retried_counted_and_the_results_kept(fault_run):
-    _, _, cells, _ = fault_run
+    _, _, cells, _, _ = fault_run
     flaky, reference = cell(cells, "flaky"), cell(cells, "none")
     assert flaky["status"] == "ok" and flaky["phase"] == "done", flaky["reason"]
     retried = sum(t["retried"] for t in flaky["requests"].values())
@@ -110,7 +126,7 @@ def test_intermittent_errors_are_retried_counted_and_the_results_kept(fault_run)
 
 
 def test_a_phase_that_mostly_fails_marks_the_cell_error_and_keeps_what_it_measured(fault_run):
-    _, out, cells, _ = fault_run
+    _, out, cells, _, _ = fault_run
     lossy = cell(cells, "lossy")
     assert lossy["status"] == "error" and lossy["phase"] == "probes"
     tally = lossy["requests"]["probes"]
@@ -122,7 +138,7 @@ def test_a_phase_that_mostly_fails_marks_the_cell_error_and_keeps_what_it_measur
 
 @pytest.mark.parametrize("name,phase", [("die-probes", "probes"), ("die-throughput", "throughput")])
 def test_the_engine_dying_mid_phase_is_a_crash_in_that_phase(fault_run, name, phase):
-    _, _, cells, _ = fault_run
+    _, _, cells, _, _ = fault_run
     died = cell(cells, name)
     assert died["status"] == "crashed" and died["phase"] == phase, died["reason"]
     assert f"died during {phase}" in died["reason"]
@@ -131,16 +147,18 @@ def test_the_engine_dying_mid_phase_is_a_crash_in_that_phase(fault_run, name, ph
 
 
 def test_an_engine_that_stops_answering_is_a_timeout_found_early(fault_run):
-    _, _, cells, _ = fault_run
+    _, _, cells, _, calibration = fault_run
     stall = cell(cells, "stall")
     assert stall["status"] == "timeout" and stall["phase"] == "probes"
     assert "stopped answering" in stall["reason"] and stall["requests"]["probes"]["hung"] is True
-    # three timeouts of 8 s in a row, then the rest fail at once: not 10 more timeouts
-    assert stall["duration_s"] - stall["startup_s"] < 60
+    # ten probes stall, four at a time: waiting for each would take three waves of request timeouts (3 x request_s);
+    # after three timeouts in a row the requests not yet sent fail at once, and only those already in flight (two
+    # waves) run out their timeout
+    assert stall["probes"]["seconds"] < 2.5 * calibration.request_s, (stall["probes"]["seconds"], calibration)
 
 
 def test_stalled_and_cut_streams_are_errors_by_kind_never_tokens(fault_run):
-    _, _, cells, _ = fault_run
+    _, _, cells, _, _ = fault_run
     cut = cell(cells, "cut")
     assert cut["status"] == "error" and cut["phase"] == "throughput"
     scenario = cut["throughput"][0]
@@ -152,7 +170,7 @@ def test_stalled_and_cut_streams_are_errors_by_kind_never_tokens(fault_run):
 
 
 def test_hostile_model_text_is_inert_in_every_rendering(fault_run):
-    _, out, cells, _ = fault_run
+    _, out, cells, _, _ = fault_run
     hostile = cell(cells, "hostile")
     assert hostile["status"] == "garbage"  # the same fluent text for every prompt
     assert "same_answer" in json.dumps(hostile["probes"]["offending"])
@@ -181,14 +199,14 @@ def outside_code_blocks(markdown: str) -> str:
 
 
 def test_secrets_never_reach_a_file(fault_run):
-    _, out, _, _ = fault_run
+    _, out, _, _, _ = fault_run
     leaks = [str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()
              and SECRET in p.read_text(errors="replace")]
     assert leaks == []
 
 
-def test_a_taken_port_is_reported_before_anything_is_launched(engine, tmp_path):
-    matrix = fault_matrix(engine)
+def test_a_taken_port_is_reported_before_anything_is_launched(engine, shared_engine, tmp_path):
+    matrix = fault_matrix(engine, shared_engine, request_s=300)
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
