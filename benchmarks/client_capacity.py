@@ -29,11 +29,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from evalharness.server import free_port  # noqa: E402
+from evalharness.serving.host import free_port  # noqa: E402
 
 DRIVER_OURS = """
 import asyncio, json, resource, sys, time
-from evalharness.load import LoadClient, run_loop, summarize
+from evalharness.phases.throughput.client import LoadClient, run_loop
+from evalharness.phases.throughput.stats import summarize
 url, c, n, L = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 client = LoadClient(url + "/v1", "null", ignore_eos=True)
 t0 = time.perf_counter(); r0 = resource.getrusage(resource.RUSAGE_SELF)

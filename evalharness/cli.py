@@ -19,9 +19,10 @@ def _fail(message: str) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     import shlex
 
-    from evalharness.engines import ENGINES, render_args
-    from evalharness.results import mask_argv, mask_env
-    from evalharness.spec import SpecError, load_matrix
+    from evalharness.matrix.errors import SpecError
+    from evalharness.matrix.load import load_matrix
+    from evalharness.records.masking import mask_argv, mask_env
+    from evalharness.serving.engines import ENGINES, render_args
 
     try:
         matrix, cells, reference = load_matrix(args.matrix)
@@ -42,7 +43,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _validate_sglang(matrix, cells, engine_python: str | None) -> int:
-    from evalharness.engines.sglang_check import check_cells, find_python
+    from evalharness.serving.engines.sglang_check import check_cells, find_python
 
     result = check_cells(matrix, cells, find_python(matrix, engine_python))
     if not result.checked:
@@ -60,8 +61,9 @@ def _validate_sglang(matrix, cells, engine_python: str | None) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from evalharness.runner import RunError, execute
-    from evalharness.spec import SpecError, load_matrix
+    from evalharness.matrix.errors import SpecError
+    from evalharness.matrix.load import load_matrix
+    from evalharness.runner.run import RunError, execute
 
     try:
         matrix, cells, reference = load_matrix(args.matrix)
@@ -72,21 +74,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         run, status = execute(matrix, cells, reference, Path(args.matrix), out_dir, args.resume)
     except RunError as exc:
         return _fail(str(exc))
-    counts: dict[str, int] = {}
-    for result in run.cells.values():
-        counts[result.status] = counts.get(result.status, 0) + 1
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no cells finished"
-    print(f"{len(run.cells)}/{len(run.cell_order)} cells: {summary}")
+    print(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary() or 'no cells finished'}")
     print(f"report: {out_dir / 'report.md'}")
     print(f"results: {out_dir / 'results.json'}")
     return status
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from evalharness.report import render_all
-    from evalharness.results import ResultsError, load_run
-
-    from evalharness.runner import refresh_drift
+    from evalharness.analysis.drift import refresh_drift
+    from evalharness.records.io import ResultsError, load_run
+    from evalharness.render.outputs import render_all
 
     out_dir = Path(args.dir)
     try:
@@ -104,7 +101,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
-    from evalharness.detectors import Sample, judge
+    from evalharness.phases.detectors import Sample, judge
 
     path = Path(args.file)
     try:
@@ -150,9 +147,10 @@ def _int_list(text: str) -> list[int]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from evalharness.load import LoadClient, run_scenario
-    from evalharness.report import THROUGHPUT_HEADER, markdown_table, throughput_rows
-    from evalharness.results import atomic_write_text
+    from evalharness.phases.throughput.client import LoadClient, run_scenario
+    from evalharness.records.io import atomic_write_text
+    from evalharness.render.markdown import markdown_table
+    from evalharness.render.report import THROUGHPUT_HEADER, throughput_rows
 
     root = args.base_url.rstrip("/").removesuffix("/v1")
     client = LoadClient(args.base_url, args.model, api=args.api, timeout_s=args.timeout,
@@ -180,9 +178,10 @@ def _cell_mapping(items: list[str] | None) -> dict[str, str]:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from evalharness.gate import GateError, check, load_baseline, thresholds_for
-    from evalharness.results import ResultsError, load_run
-    from evalharness.runner import refresh_drift
+    from evalharness.analysis.drift import refresh_drift
+    from evalharness.analysis.gate import check, thresholds_for
+    from evalharness.records.baseline import BaselineError, load_baseline
+    from evalharness.records.io import ResultsError, load_run
 
     run_dir = Path(args.dir)
     try:
@@ -190,7 +189,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         baseline = load_baseline(Path(args.baseline))
         refresh_drift(run, run_dir)
         violations = check(run, run_dir, baseline, _cell_mapping(args.cell))
-    except (ResultsError, GateError) as exc:
+    except (ResultsError, BaselineError) as exc:  # BaselineError covers GateError
         return _fail(str(exc))
     limits = thresholds_for(run, baseline)
     if violations:
@@ -203,8 +202,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline_save(args: argparse.Namespace) -> int:
-    from evalharness.gate import GateError, Thresholds, make_baseline, save_baseline
-    from evalharness.results import ResultsError, load_run
+    from evalharness.analysis.gate import GateError, make_baseline
+    from evalharness.records.baseline import Thresholds, save_baseline
+    from evalharness.records.io import ResultsError, load_run
 
     run_dir = Path(args.dir)
     try:

@@ -26,7 +26,7 @@ import httpx
 import psutil
 import pytest
 
-from evalharness.server import MARKER_ENV
+from evalharness.serving.processes import MARKER_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_PYTHON = REPO / ".engine" / "venv" / "bin" / "python"

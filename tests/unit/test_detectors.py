@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from evalharness.detectors import Sample, cell_verdict, judge
+from evalharness.phases.detectors import Sample, cell_verdict, judge
 
 LOOP = "The capital of France is Paris. " * 8
 
@@ -170,7 +170,7 @@ def test_detect_bad_input(tmp_path, capsys, content, message):
 
 
 def test_the_same_answer_to_different_prompts_is_garbage_however_fluent():
-    from evalharness.detectors import same_answer
+    from evalharness.phases.detectors import same_answer
 
     fluent = "The capital of France is Paris, a city on the Seine."
     outputs = [fluent, " the capital of france is PARIS,  a city on the Seine.", fluent, "4", "Blue.", fluent]

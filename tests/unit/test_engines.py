@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from evalharness.compare import asked_names, resolved_differences
-from evalharness.engines import ENGINES, render_args
-from evalharness.engines._common import flatten
-from evalharness.spec import Cell, Matrix
+from evalharness.analysis.settings import asked_names, resolved_differences
+from evalharness.matrix.schema import Cell, Matrix
+from evalharness.serving.engines import ENGINES, render_args
+from evalharness.serving.engines._common import flatten
 
 RENDER = [
     ({"--enforce-eager": True}, ["--enforce-eager"]),

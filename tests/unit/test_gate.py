@@ -6,10 +6,11 @@ from pathlib import Path
 import pytest
 
 from evalharness.cli import main
-from evalharness.gate import GateError, Thresholds, check, load_baseline, make_baseline, save_baseline
-from evalharness.load import Percentiles, ScenarioResult
-from evalharness.quality import TaskScore
-from evalharness.results import CellResult, RunMeta, RunResult, save_run
+from evalharness.analysis.gate import GateError, check, make_baseline
+from evalharness.records.baseline import Thresholds, load_baseline, save_baseline
+from evalharness.records.io import save_run
+from evalharness.records.measures import Percentiles, ScenarioResult, TaskScore
+from evalharness.records.run import CellResult, RunMeta, RunResult
 
 
 def _write_samples(run_dir: Path, cell: str, correct: list[int]) -> str:

@@ -11,17 +11,12 @@ import httpx
 import pytest
 
 from evalharness.cli import main
-from evalharness.load import (
-    LoadClient,
-    RequestRecord,
-    _StreamState,
-    chunk_token_counts,
-    ingest_block,
-    percentiles,
-    request_timings,
-    run_scenario,
-)
-from evalharness.server import free_port
+from evalharness.phases.throughput.client import LoadClient, run_scenario
+from evalharness.phases.throughput.sse import RequestRecord, ingest_block
+from evalharness.phases.throughput.sse import StreamState as _StreamState
+from evalharness.phases.throughput.stats import chunk_token_counts, request_timings
+from evalharness.records.measures import percentiles
+from evalharness.serving.host import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from evalharness.engines.sglang import LOG_RULES as SGLANG
-from evalharness.engines.vllm import LOG_RULES as VLLM
-from evalharness.engines.vllm import parse_log_config, split_top_level
-from evalharness.logscan import LogRules, classify_crash, extract_warnings, strip_prefix
+from evalharness.serving.engines.sglang import LOG_RULES as SGLANG
+from evalharness.serving.engines.vllm import LOG_RULES as VLLM
+from evalharness.serving.engines.vllm import parse_log_config, split_top_level
+from evalharness.serving.logscan import LogRules, classify_crash, extract_warnings, strip_prefix
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

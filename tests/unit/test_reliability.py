@@ -16,8 +16,11 @@ import psutil
 import pytest
 
 from evalharness.cli import main
-from evalharness.retries import RequestFailed, RequestSender, RequestTally, judge_tally
-from evalharness.server import ServerProcess, port_in_use, sweep_orphans
+from evalharness.phases.retries import RequestFailed, RequestSender, judge_tally
+from evalharness.records.measures import RequestTally
+from evalharness.serving.host import port_in_use
+from evalharness.serving.processes import sweep_orphans
+from evalharness.serving.server import ServerProcess
 
 
 def _sender(answers, retries=2, hung_after=3):
@@ -159,7 +162,7 @@ def test_names_that_become_paths_cannot_leave_the_run_folder(tmp_path, capsys, f
 
 
 def test_a_signal_during_teardown_waits_until_the_teardown_is_done():
-    from evalharness.runner import Interrupted, _Interrupts
+    from evalharness.runner.signals import Interrupted, _Interrupts
 
     interrupts = _Interrupts()
     with interrupts.installed():

@@ -5,19 +5,12 @@ import os
 
 import pytest
 
-from evalharness.logscan import CrashReason, LogWarning
-from evalharness.report import code_block, md_text, render_markdown
-from evalharness.results import (
-    CellResult,
-    ResultsError,
-    RunMeta,
-    RunResult,
-    atomic_write_text,
-    load_run,
-    mask_argv,
-    mask_env,
-    save_run,
-)
+from evalharness.records.io import ResultsError, atomic_write_text, load_run, save_run
+from evalharness.records.masking import mask_argv, mask_env
+from evalharness.records.measures import CrashReason, LogWarning
+from evalharness.records.run import CellResult, RunMeta, RunResult
+from evalharness.render.markdown import code_block, md_text
+from evalharness.render.report import render_markdown
 
 
 def _cell(cid, status="ok", **kw):

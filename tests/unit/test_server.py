@@ -9,7 +9,9 @@ import time
 import psutil
 import pytest
 
-from evalharness.server import LaunchError, ServerProcess, free_port, processes_with_marker
+from evalharness.serving.host import free_port
+from evalharness.serving.processes import processes_with_marker
+from evalharness.serving.server import LaunchError, ServerProcess
 
 STUBBORN = textwrap.dedent("""
     import os, signal, subprocess, sys, time

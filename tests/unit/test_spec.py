@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from evalharness.cli import main
-from evalharness.spec import SpecError, cell_id, load_matrix
+from evalharness.matrix.errors import SpecError
+from evalharness.matrix.expand import cell_id
+from evalharness.matrix.load import load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,9 +4,10 @@ import math
 
 import pytest
 
-from evalharness.compare import ParetoPoint, pareto_front, probe_agreement
-from evalharness.distribution import Scored, compare_cells
-from evalharness.stats import mcnemar_exact, paired_bootstrap, quantile, topk_kl
+from evalharness.analysis.drift import compare_cells, probe_agreement
+from evalharness.analysis.pareto import ParetoPoint, pareto_front
+from evalharness.analysis.stats import mcnemar_exact, paired_bootstrap, topk_kl
+from evalharness.records.measures import Scored, percentiles
 
 
 def test_mcnemar_on_known_tables():
@@ -44,8 +45,8 @@ def test_kl_of_known_distributions():
     assert topk_kl(p, r) == pytest.approx(0.5 * math.log(0.5 / 0.2) + 0.5 * math.log(0.5 / 0.8), rel=1e-6)
 
 
-def test_quantile():
-    assert quantile([1, 2, 3, 4, 5], 0.5) == 3 and quantile([1, 2], 0.99) == pytest.approx(1.99)
+def test_percentiles_interpolate_linearly():
+    assert percentiles([1, 2, 3, 4, 5]).p50 == 3 and percentiles([1, 2]).p99 == pytest.approx(1.99)
 
 
 def test_distribution_comparison_pairs_positions_and_counts_top_tokens():
@@ -72,7 +73,7 @@ def test_pareto_front():
 
 
 def test_probe_agreement():
-    from evalharness.probes import ProbeOutput
+    from evalharness.records.measures import ProbeOutput
 
     ref = [ProbeOutput(id="a", prompt="", output="the sky is blue"), ProbeOutput(id="b", prompt="", output="one two")]
     cell = [ProbeOutput(id="a", prompt="", output="the sky is blue"), ProbeOutput(id="b", prompt="", output="one three")]

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from evalharness.stream_http import StreamClient, StreamClosed
+from evalharness.phases.throughput.stream_http import StreamClient, StreamClosed
 
 
 def _chunked(*parts: bytes) -> bytes:

@@ -1,0 +1,132 @@
+"""Baselines and the CI gate: a saved run against a committed baseline, with sample-size-aware thresholds.
+
+A baseline (records/baseline.py) records, per cell, each task's version and per-sample correctness (keyed by document,
+analysis/pairing.py), the throughput per scenario, and the versions. `gate` pairs a run's cells with it:
+
+- accuracy: the drop (baseline minus run, over the paired samples) fails when it exceeds `max_accuracy_drop` AND the
+  exact McNemar test says it is credible at the sample size (p < `alpha`); a drop beyond `hard_accuracy_drop` fails
+  whatever the test says, so a large real drop on few samples never passes;
+- flips: more right-to-wrong answers than `max_flips`;
+- KLD: the run's own mean KL divergence against its reference cell above `max_kld`;
+- throughput: run / baseline below `min_throughput_ratio` (compare on the same kind of machine);
+- a task whose version changed is refused rather than compared; a gated cell that crashed or served garbage fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalharness.analysis.pairing import pair, sample_scores
+from evalharness.analysis.stats import mcnemar_exact
+from evalharness.records.baseline import Baseline, BaselineCell, BaselineError, BaselineTask, Thresholds
+from evalharness.records.measures import TaskScore
+from evalharness.records.provenance import now_iso
+from evalharness.records.run import RunResult
+
+
+class GateError(BaselineError):
+    """Bad input for the gate or for `baseline save` (exit 2), like a baseline that cannot be read."""
+
+
+def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresholds: Thresholds) -> Baseline:
+    chosen = cells or [c for c in run.cell_order if c in run.cells and run.cells[c].status == "ok"]
+    out: dict[str, BaselineCell] = {}
+    for cid in chosen:
+        if cid not in run.cells:
+            raise GateError(f"cell {cid!r} is not in the run (finished cells: {', '.join(run.cells)})")
+        cell = run.cells[cid]
+        tasks = {}
+        for score in cell.quality:
+            if score.error or not score.samples:
+                continue
+            tasks[score.task] = BaselineTask(version=score.version, metric=score.metric, value=score.value,
+                                             correct=sample_scores(run_dir / score.samples, score.metric))
+        out[cid] = BaselineCell(status=cell.status, tasks=tasks,
+                                throughput={s.name: s.output_tok_s for s in cell.throughput},
+                                engine_version=str(cell.resolved.get("version")) if cell.resolved.get("version") else None)
+    return Baseline(created=now_iso(), matrix_name=run.meta.matrix_name, harness_version=run.meta.harness_version,
+                    engine=run.meta.engine, engine_version=run.meta.engine_version,
+                    lm_eval_version=run.meta.lm_eval_version, git_revision=run.meta.git_revision,
+                    thresholds=thresholds, cells=out)
+
+
+def thresholds_for(run: RunResult, baseline: Baseline) -> Thresholds:
+    """The baseline's thresholds, overridden by the ones the run's matrix sets."""
+    merged = baseline.thresholds.model_dump()
+    gate = run.meta.matrix.get("gate") or {}
+    merged.update({k: v for k, v in gate.items() if v is not None and k in merged})
+    return Thresholds(**merged)
+
+
+def gated_cells(run: RunResult, baseline: Baseline, mapping: dict[str, str]) -> list[tuple[str, str]]:
+    """(run cell, baseline cell) pairs: explicit mappings; else the same ids; a one-cell baseline gates every cell."""
+    if mapping:
+        return list(mapping.items())
+    same = [(c, c) for c in run.cell_order if c in baseline.cells]
+    if same:
+        return same
+    if len(baseline.cells) == 1:
+        only = next(iter(baseline.cells))
+        return [(c, only) for c in run.cell_order if c in run.cells]
+    raise GateError("no cell of the run matches a baseline cell; map them with --cell RUN_ID=BASELINE_ID")
+
+
+def check(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[str, str] | None = None) -> list[str]:
+    """The violations, one readable line each (empty: the gate passes)."""
+    limits = thresholds_for(run, baseline)
+    violations: list[str] = []
+    for run_id, base_id in gated_cells(run, baseline, mapping or {}):
+        if base_id not in baseline.cells:
+            raise GateError(f"baseline has no cell {base_id!r} (it has {', '.join(baseline.cells)})")
+        cell = run.cells.get(run_id)
+        if cell is None:
+            violations.append(f"{run_id}: did not run")
+            continue
+        if cell.status != "ok":
+            violations.append(f"{run_id}: {cell.status} at {cell.phase}: {cell.reason}")
+            continue
+        base = baseline.cells[base_id]
+        scores = {t.task: t for t in cell.quality}
+        for task, expected in base.tasks.items():
+            violations += _task_violations(run_id, task, expected, scores.get(task), run_dir, limits)
+        if limits.max_kld is not None and cell.drift and cell.drift.distribution and cell.drift.distribution.available:
+            kld = cell.drift.distribution.mean_kld
+            if kld is not None and kld > limits.max_kld:
+                violations.append(f"{run_id}: mean KL divergence {kld:.4f} against the run's reference exceeds "
+                                  f"{limits.max_kld}")
+        if limits.min_throughput_ratio is not None:
+            measured = {s.name: s.output_tok_s for s in cell.throughput}
+            for name, before in base.throughput.items():
+                if name in measured and before > 0 and measured[name] / before < limits.min_throughput_ratio:
+                    violations.append(f"{run_id}: throughput {name} {measured[name]:.1f} tok/s is "
+                                      f"{measured[name] / before:.2f}x the baseline's {before:.1f} "
+                                      f"(minimum {limits.min_throughput_ratio}x)")
+    return violations
+
+
+def _task_violations(run_id: str, task: str, expected: BaselineTask, score: TaskScore | None, run_dir: Path, limits: Thresholds) -> list[str]:
+    if score is None or score.error or not score.samples:
+        return [f"{run_id}: task {task} has no result in this run"]
+    if score.version != expected.version:
+        return [f"{run_id}: task {task} is version {score.version}, the baseline's is {expected.version}: "
+                "refusing to compare; save a new baseline"]
+    paired = pair(expected.correct, sample_scores(run_dir / score.samples, score.metric))
+    n = len(paired.before)
+    if not n:
+        return [f"{run_id}: task {task}: no sample pairs with the baseline (different documents?)"]
+    before, after = sum(paired.before) / n, sum(paired.after) / n
+    lost, gained = paired.right_to_wrong, paired.wrong_to_right
+    p = mcnemar_exact(lost, gained)
+    drop = before - after
+    out = []
+    where = f"{run_id}: task {task}: {after:.3f} vs baseline {before:.3f} on {n} paired samples"
+    if limits.hard_accuracy_drop is not None and drop > limits.hard_accuracy_drop:
+        out.append(f"{where}: drop {drop:.3f} exceeds the hard limit {limits.hard_accuracy_drop} "
+                   f"(McNemar p={p:.3g}, {lost} right->wrong, {gained} wrong->right)")
+    elif limits.max_accuracy_drop is not None and drop > limits.max_accuracy_drop:
+        if p < limits.alpha:
+            out.append(f"{where}: drop {drop:.3f} exceeds {limits.max_accuracy_drop} and is credible at this sample "
+                       f"size (McNemar p={p:.3g} < {limits.alpha}; {lost} right->wrong, {gained} wrong->right)")
+    if limits.max_flips is not None and lost > limits.max_flips:
+        out.append(f"{where}: {lost} answers went right->wrong (maximum {limits.max_flips})")
+    return out

@@ -1,0 +1,56 @@
+"""Statistics for drift between two paired sets of samples. Pure functions, tested on hand cases.
+
+- exact McNemar test (two-sided binomial on the discordant pairs) for per-sample correctness, by scipy;
+- paired bootstrap confidence interval of a difference of means (resampling documents, keeping pairs together);
+- KL divergence between two top-k next-token distributions, over the shared top-k plus one "rest" bucket.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Sequence
+
+
+def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> float:
+    """Two-sided exact McNemar p-value: under no change, each discordant pair goes either way with probability 1/2."""
+    n = right_to_wrong + wrong_to_right
+    if n == 0:
+        return 1.0
+    # imported here: scipy.stats costs about a second to import, paid only when there are flips to test
+    from scipy.stats import binomtest
+
+    return float(binomtest(right_to_wrong, n, 0.5).pvalue)
+
+
+def paired_bootstrap(reference: Sequence[float], cell: Sequence[float], *, resamples: int = 2000, seed: int = 0,
+                     confidence: float = 0.95) -> tuple[float, float, float]:
+    """(cell mean - reference mean, low, high): a percentile interval from resampling the paired documents."""
+    if len(reference) != len(cell) or not reference:
+        raise ValueError("paired_bootstrap needs two non-empty sequences of the same length")
+    n = len(reference)
+    diffs = [c - r for r, c in zip(reference, cell)]
+    observed = sum(diffs) / n
+    rng = random.Random(seed)
+    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    alpha = (1 - confidence) / 2
+    low = means[max(0, int(math.floor(alpha * resamples)))]
+    high = means[min(resamples - 1, int(math.ceil((1 - alpha) * resamples)) - 1)]
+    return observed, low, high
+
+
+def topk_kl(reference: dict[str, float], cell: dict[str, float]) -> float:
+    """KL(reference || cell) between two next-token distributions known only by their top-k log-probabilities.
+
+    The approximation: the tokens in both top-k lists keep their probabilities; everything else on each side is one
+    'rest' bucket holding that side's remaining mass (floored at 1e-6). Tokens in only one top-k list therefore count
+    in the rest bucket on both sides. This is a lower bound on nothing in general, but it is exact when both top-k
+    lists hold nearly all the mass, and it grows with the disagreement that matters: where the top tokens go.
+    """
+    shared = set(reference) & set(cell)
+    p = {t: math.exp(reference[t]) for t in shared}
+    q = {t: math.exp(cell[t]) for t in shared}
+    p_rest = max(1e-6, 1.0 - sum(p.values()))
+    q_rest = max(1e-6, 1.0 - sum(q.values()))
+    total = sum(pt * math.log(pt / max(q[t], 1e-12)) for t, pt in p.items() if pt > 0)
+    return max(0.0, total + p_rest * math.log(p_rest / q_rest))

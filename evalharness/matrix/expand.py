@@ -1,0 +1,94 @@
+"""Expansion of a matrix into cells: the cartesian product of the axes minus the exclusions, stable cell ids, merged
+launch settings with a settings hash, and the reference cell (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from typing import Any
+
+from evalharness.matrix.errors import SpecError
+from evalharness.matrix.schema import Cell, Matrix, Settings, unknown_name
+
+
+def cell_id(axes: dict[str, str]) -> str:
+    """Stable id from the axis values, in axis order: 'dtype-float32.spec-off'. 'base' when there are no axes."""
+    return ".".join(f"{axis}-{value}" for axis, value in axes.items()) or "base"
+
+
+def settings_hash(matrix: Matrix, args: dict[str, Any], env: dict[str, str]) -> str:
+    """A short hash of everything that decides what a cell serves, so a resumed run never reuses a stale result."""
+    payload = json.dumps(
+        {"engine": matrix.engine, "model": matrix.model, "command": matrix.command, "args": args, "env": env},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def _excluded(axes: dict[str, str], rules: list[dict[str, str | list[str]]]) -> bool:
+    def matches(rule: dict[str, str | list[str]]) -> bool:
+        return all(axes[a] in ([v] if isinstance(v, str) else v) for a, v in rule.items())
+
+    return any(matches(rule) for rule in rules)
+
+
+def _merge(kind: str, base: dict[str, Any], layers: list[tuple[str, dict[str, Any]]], where: str) -> dict[str, Any]:
+    """Base settings overridden by axis values; two axes that set the same key differently is a matrix mistake."""
+    merged = dict(base)
+    set_by: dict[str, str] = {}
+    for axis, layer in layers:
+        for key, value in layer.items():
+            if key in set_by and merged[key] != value:
+                raise SpecError(
+                    f"{where}: axes {set_by[key]!r} and {axis!r} both set {kind} {key!r} "
+                    f"({merged[key]!r} vs {value!r}); exclude this combination or move the setting"
+                )
+            merged[key] = value
+            set_by[key] = axis
+    return merged
+
+
+def expand(matrix: Matrix) -> list[Cell]:
+    """The cells of a matrix, in axis order, without the excluded ones. Raises SpecError if none is left."""
+    names = list(matrix.axes)
+    cells = []
+    for combo in itertools.product(*(list(matrix.axes[a].items()) for a in names)):
+        axes = {axis: value_name for axis, (value_name, _) in zip(names, combo)}
+        if _excluded(axes, matrix.exclude):
+            continue
+        settings = [(axis, value or Settings()) for axis, (_, value) in zip(names, combo)]
+        cid = cell_id(axes)
+        args = _merge("argument", matrix.args, [(a, s.args) for a, s in settings], f"cell {cid}")
+        env = _merge("environment variable", matrix.env, [(a, s.env) for a, s in settings], f"cell {cid}")
+        cells.append(Cell(id=cid, axes=axes, args=args, env=env, settings_hash=settings_hash(matrix, args, env)))
+    if not cells:
+        raise SpecError("the matrix has no cells: every combination of the axes is excluded")
+    return cells
+
+
+def reference_cell(matrix: Matrix, cells: list[Cell]) -> Cell:
+    """The cell every other is compared with: `reference` as a cell id or as axis values; the first cell if unset."""
+    if matrix.reference is None:
+        return cells[0]
+    if isinstance(matrix.reference, str):
+        for cell in cells:
+            if cell.id == matrix.reference:
+                return cell
+        raise SpecError(f"reference: {unknown_name('cell id', matrix.reference, [c.id for c in cells])}")
+    wanted = matrix.reference
+    for axis, value in wanted.items():
+        if axis not in matrix.axes:
+            raise SpecError(f"reference.{axis}: {unknown_name('axis', axis, matrix.axes)}")
+        if value not in matrix.axes[axis]:
+            raise SpecError(f"reference.{axis}: {unknown_name('value', value, matrix.axes[axis])}")
+    matching = [c for c in cells if all(c.axes[a] == v for a, v in wanted.items())]
+    if not matching:
+        raise SpecError(f"reference: {wanted} names a combination that is excluded, so it is not a cell")
+    if len(matching) > 1:
+        raise SpecError(
+            f"reference: {wanted} matches {len(matching)} cells ({', '.join(c.id for c in matching[:4])}...); "
+            "name a value for every axis"
+        )
+    return matching[0]

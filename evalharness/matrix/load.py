@@ -1,0 +1,79 @@
+"""Loading a matrix file: YAML 1.2 read with line numbers kept, validated, relative paths resolved against the file's
+folder, and expanded; every failure is one SpecError fit for the command line (the only module here that reads a file).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from evalharness.matrix.errors import SpecError, line_of, format_validation_error
+from evalharness.matrix.expand import expand, reference_cell
+from evalharness.matrix.schema import Cell, Matrix
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {str(k) if not isinstance(k, (str, int, float)) else k: _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    return node
+
+
+def _resolve_relative(value: str, base: Path) -> str:
+    # Only explicit relative paths are resolved against the matrix file: a bare name may be a hub id or a PATH entry.
+    # normpath, not resolve(): a venv's bin/python is a symlink whose target is the bare interpreter.
+    if value.startswith(("./", "../")):
+        return os.path.normpath(base.absolute() / value)
+    return value
+
+
+def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
+    """Read, validate and expand a matrix file. Raises SpecError with a message fit for the command line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such matrix file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read the matrix file: {exc}") from None
+    yaml = YAML(typ="rt")  # YAML 1.2: 'on'/'off' stay strings, duplicate keys are errors
+    try:
+        tree = yaml.load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{where}: malformed YAML: {problem}") from None
+    if not isinstance(tree, dict):
+        raise SpecError(f"{path}: expected a mapping of matrix keys (name, engine, model, axes, ...) at the top level")
+    try:
+        matrix = Matrix.model_validate(_plain(tree))
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(path, tree, exc)) from None
+    updates: dict[str, Any] = {"model": _resolve_relative(matrix.model, path.parent)}
+    if matrix.probes.prompts:
+        updates["probes"] = matrix.probes.model_copy(
+            update={"prompts": _resolve_relative(matrix.probes.prompts, path.parent)})
+    if matrix.distribution.prompts:
+        updates["distribution"] = matrix.distribution.model_copy(
+            update={"prompts": _resolve_relative(matrix.distribution.prompts, path.parent)})
+    if matrix.quality and matrix.quality.include_path:
+        updates["quality"] = matrix.quality.model_copy(
+            update={"include_path": _resolve_relative(matrix.quality.include_path, path.parent)})
+    if matrix.command:
+        updates["command"] = [_resolve_relative(matrix.command[0], path.parent), *matrix.command[1:]]
+    matrix = matrix.model_copy(update=updates)
+    try:
+        cells = expand(matrix)
+        reference = reference_cell(matrix, cells)
+    except SpecError as exc:
+        key = str(exc).split(":", 1)[0].split(".")[0]
+        line = line_of(tree, (key,)) if key in tree else None
+        raise SpecError(f"{path}:{line}: {exc}" if line else f"{path}: {exc}") from None
+    return matrix, cells, reference

@@ -1,0 +1,227 @@
+"""The matrix file's schema (pydantic, extra keys refused) and the Cell it expands into. Pure; imports nothing else of
+evalharness. A matrix names an engine, a model, base launch arguments and environment, and axes; each axis has named
+values that add arguments and/or environment variables.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_+-]*$"
+# task names become folder names under the run: no separators, so none can leave the run folder
+TASK_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+"""Axis and value names become parts of cell ids and folder names: no dots, slashes or spaces."""
+
+ArgScalar = Union[bool, int, float, str, None]
+ArgValue = Union[ArgScalar, list[Union[int, float, str]], dict[str, Any]]
+"""A launch argument's value: true is a bare flag, false or null omits it, a mapping is passed as JSON, a list as
+several values after the flag."""
+
+
+def _env_value(value: Any) -> Any:
+    # YAML turns `SGLANG_ENABLE_JIT_DEEPGEMM: 0` into an int; the environment only holds strings. A bare true/false is
+    # refused rather than guessed ("1"? "true"? "True"?): engines disagree on what they accept.
+    if isinstance(value, bool):
+        raise ValueError("environment values must be strings or numbers; quote true/false as the engine expects them")
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+EnvValue = Annotated[str, BeforeValidator(_env_value)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _check_flags(args: dict[str, Any]) -> dict[str, Any]:
+    for flag in args:
+        if not flag.startswith("-"):
+            raise ValueError(f"argument {flag!r} must be written as a flag, e.g. '--{flag}'")
+    return args
+
+
+class Settings(_Strict):
+    """What one axis value adds to the base launch."""
+
+    description: str | None = None
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+
+    _flags = field_validator("args")(classmethod(lambda cls, v: _check_flags(v)))
+
+
+class Timeouts(_Strict):
+    startup_s: float = Field(900.0, gt=0, description="launch to ready; a 397B model takes minutes")
+    teardown_grace_s: float = Field(30.0, gt=0, description="SIGTERM to SIGKILL")
+    request_s: float = Field(300.0, gt=0, description="one request, answer read in full")
+
+
+class ProbesSection(_Strict):
+    """Garbage probes: run first in every cell (on by default), greedy, through the chat endpoint."""
+
+    enabled: bool = True
+    prompts: str | None = Field(None, description="JSONL of probes; default tasks/probes/default.jsonl")
+    max_tokens: int = Field(64, gt=0)
+    concurrency: int = Field(4, gt=0)
+    garbage_min_share: float = Field(0.5, gt=0, le=1, description="share of marked probe outputs that makes garbage")
+    garbage_min_excess: float = Field(0.3, ge=0, le=1, description="...and by how much it must exceed the reference's")
+    run_costly_phases_on_garbage: bool = False
+
+
+class DistributionSection(_Strict):
+    """Distribution drift: the reference's greedy continuations scored in every cell with top-k log-probabilities."""
+
+    enabled: bool = True
+    prompts: str | None = Field(None, description="JSONL of {id, prompt}; default tasks/probes/distribution.jsonl")
+    max_tokens: int = Field(32, gt=0, description="length of the reference's continuations")
+
+
+class QualitySection(_Strict):
+    """Quality tasks (lm-eval) through the endpoint, one task at a time, per-sample records kept."""
+
+    tasks: list[Annotated[str, Field(pattern=TASK_PATTERN)]] = Field(min_length=1)
+    include_path: str | None = Field(None, description="folder of task YAMLs; default the shipped tasks/lm_eval")
+    include_defaults: bool = Field(False, description="also index lm-eval's built-in tasks (gsm8k, ...; slower)")
+    api: Literal["completions", "chat"] = "completions"
+    tokenizer: Literal["remote", "none"] = Field(
+        "remote", description="remote: the engine's /tokenize and /tokenizer_info (loglikelihood tasks need it; vLLM "
+        "needs --enable-tokenizer-info-endpoint); none: generation tasks only")
+    limit: int | None = Field(None, gt=0)
+    concurrency: int = Field(4, gt=0)
+    retries: int = Field(2, ge=0, description="reruns of a failed task (its request cache resumes it)")
+    task_timeout_s: float = Field(3600.0, gt=0)
+
+
+class RequestsSection(_Strict):
+    """How measuring requests are retried, and how many may fail before the cell is marked error (retries.py)."""
+
+    retries: int = Field(2, ge=0, description="per probe or distribution request, on resets, 5xx and 429; never "
+                         "throughput requests (lm-eval retries its own)")
+    max_error_rate: float = Field(0.05, ge=0, le=1, description="share of a phase's requests that may fail after "
+                                  "retries; the cell keeps its results but is marked error above it")
+    hung_after: int = Field(3, gt=0, description="timeouts in a row that mean the engine stopped answering")
+
+
+class Scenario(_Strict):
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    concurrency: int | None = Field(None, gt=0)
+    request_rate: float | None = Field(None, gt=0)
+    input_len: int = Field(128, gt=0)
+    output_len: int = Field(128, gt=0)
+    requests: int | None = Field(None, gt=0)
+    duration_s: float | None = Field(None, gt=0)
+    warmup_requests: int = Field(1, ge=0)
+    ignore_eos: bool = True
+    api: Literal["completions", "chat"] = "completions"
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> "Scenario":
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise ValueError(f"scenario {self.name!r}: give exactly one of concurrency or request_rate")
+        return self
+
+
+class ThroughputSection(_Strict):
+    """Throughput scenarios, measured the same way in every ready cell (see evalharness/load.py)."""
+
+    scenarios: list[Scenario] = Field(min_length=1)
+
+
+class ReportSection(_Strict):
+    """How the Pareto front is drawn: which throughput scenario, which drift measure."""
+
+    throughput_scenario: str | None = Field(None, description="default: the first single-stream scenario")
+    drift_measure: Literal["accuracy", "kld"] = "accuracy"
+
+
+class GateSection(_Strict):
+    """Thresholds for `evalharness gate`; they override the baseline's."""
+
+    max_accuracy_drop: float | None = Field(None, ge=0, description="fails when exceeded and credible (McNemar)")
+    hard_accuracy_drop: float | None = Field(None, ge=0, description="fails when exceeded, whatever the sample size")
+    alpha: float | None = Field(None, gt=0, lt=1)
+    max_flips: int | None = Field(None, ge=0)
+    max_kld: float | None = Field(None, ge=0)
+    min_throughput_ratio: float | None = Field(None, gt=0)
+
+
+AxisName = Annotated[str, Field(pattern=NAME_PATTERN)]
+ValueName = Annotated[str, Field(pattern=NAME_PATTERN)]
+
+
+class Matrix(_Strict):
+    """A matrix file, validated. Relative paths in `model` and `command[0]` are resolved by `load_matrix`."""
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    engine: Literal["sglang", "vllm", "external"]
+    model: str = Field(min_length=1)
+    served_model_name: str | None = None
+    command: list[str] | None = Field(
+        None, min_length=1, description="launcher argv before the engine's flags; each engine has a default"
+    )
+    base_url: str | None = Field(None, description="engine 'external' only: the endpoint that is already up")
+    host: str = "127.0.0.1"
+    port: int | None = Field(None, ge=1, le=65535, description="serve every cell on this port; default: a free one "
+                             "per cell")
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+    axes: dict[AxisName, dict[ValueName, Settings | None]] = Field(default_factory=dict)
+    exclude: list[dict[str, Union[str, list[str]]]] = Field(default_factory=list)
+    reference: Union[str, dict[str, str], None] = None
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    requests: RequestsSection = Field(default_factory=RequestsSection)
+    probes: ProbesSection = Field(default_factory=ProbesSection)
+    distribution: DistributionSection = Field(default_factory=DistributionSection)
+    quality: QualitySection | None = None
+    throughput: ThroughputSection | None = None
+    gate: GateSection | None = None
+    report: ReportSection = Field(default_factory=ReportSection)
+
+    _flags = field_validator("args")(classmethod(lambda cls, v: _check_flags(v)))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Matrix":
+        for axis, values in self.axes.items():
+            if not values:
+                raise ValueError(f"axes.{axis}: an axis needs at least one value")
+        if self.engine == "external":
+            if not self.base_url:
+                raise ValueError("base_url: engine 'external' needs the base_url of the running endpoint")
+            if self.command or self.args or any(v and (v.args or v.env) for vs in self.axes.values() for v in vs.values()):
+                raise ValueError("engine 'external' launches nothing: command, args and axis args/env do not apply")
+        elif self.base_url:
+            raise ValueError(f"base_url: only engine 'external' takes a base_url; engine {self.engine!r} is launched")
+        for i, rule in enumerate(self.exclude):
+            for axis, names in rule.items():
+                if axis not in self.axes:
+                    raise ValueError(f"exclude[{i}]: {unknown_name('axis', axis, self.axes)}")
+                for name in [names] if isinstance(names, str) else names:
+                    if name not in self.axes[axis]:
+                        raise ValueError(f"exclude[{i}].{axis}: {unknown_name('value', name, self.axes[axis])}")
+        return self
+
+
+class Cell(BaseModel):
+    """One configuration to serve: the axis values that make it, and the merged launch settings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    axes: dict[str, str]
+    args: dict[str, ArgValue]
+    env: dict[str, str]
+    settings_hash: str
+
+
+def unknown_name(kind: str, name: str, known: typing.Iterable[str]) -> str:
+    known = list(known)
+    message = f"unknown {kind} {name!r}; expected one of {known}"
+    close = difflib.get_close_matches(name, known, n=1)
+    return message + (f" (did you mean {close[0]!r}?)" if close else "")

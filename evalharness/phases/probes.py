@@ -1,0 +1,99 @@
+"""The garbage-probe phase: a small prompt set sent greedily to a cell's chat endpoint, judged by the detectors.
+
+It runs first in every cell because it costs seconds, and a cell that serves "!!!!!!" should not spend an hour on
+quality tasks. The outputs are kept in cells/<id>/probes.jsonl; the reference cell's outputs (run first) make the
+verdict relative, since a 135M model loops on some prompts in every configuration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evalharness.phases.detectors import Sample, cell_verdict, judge, same_answer
+from evalharness.phases.retries import RequestFailed, RequestSender, map_in_threads
+from evalharness.records.measures import ProbeOutput, ProbeSummary, RequestTally
+
+DEFAULT_PROBES = Path(__file__).resolve().parents[2] / "tasks" / "probes" / "default.jsonl"
+
+
+class Probe(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    messages: list[dict[str, str]]
+    expect_stop: bool = False
+    max_tokens: int | None = None
+
+
+class ProbeError(Exception):
+    """The probe file is missing or malformed."""
+
+
+def load_probes(path: Path) -> list[Probe]:
+    probes = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ProbeError(f"{path}: cannot read the probe prompts: {exc.strerror or exc}") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            probes.append(Probe.model_validate_json(line))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ProbeError(f"{path}:{number}: {'.'.join(map(str, first['loc'])) or 'line'}: {first['msg']}") from None
+    if not probes:
+        raise ProbeError(f"{path}: no probe prompts")
+    return probes
+
+
+def _ask(sender: RequestSender, base_url: str, model: str, probe: Probe, max_tokens: int) -> ProbeOutput:
+    prompt = next((m["content"] for m in reversed(probe.messages) if m.get("role") == "user"), "")
+    body = {"model": model, "messages": probe.messages, "max_tokens": probe.max_tokens or max_tokens,
+            "temperature": 0.0, "seed": 0}
+    try:
+        data = sender.post_json(f"{base_url}/chat/completions", body)
+        choice = data["choices"][0]
+        return ProbeOutput(id=probe.id, prompt=prompt, output=choice["message"].get("content") or "",
+                           finish_reason=choice.get("finish_reason"),
+                           completion_tokens=(data.get("usage") or {}).get("completion_tokens"))
+    except RequestFailed as exc:
+        return ProbeOutput(id=probe.id, prompt=prompt, error=str(exc))
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        return ProbeOutput(id=probe.id, prompt=prompt, error=f"bad_answer: {type(exc).__name__}: {exc}")
+
+
+def ask_all(base_url: str, model: str, probes: list[Probe], max_tokens: int, timeout_s: float,
+            concurrency: int = 4, retries: int = 2, hung_after: int = 3) -> tuple[list[ProbeOutput], RequestTally]:
+    """Every probe, greedy, a few at a time; a request that keeps failing is recorded with its error."""
+    with httpx.Client(timeout=timeout_s) as client:
+        sender = RequestSender(client, retries=retries, hung_after=hung_after)
+        outputs = map_in_threads(lambda probe: _ask(sender, base_url, model, probe, max_tokens), probes, concurrency)
+        return outputs, sender.tally
+
+
+def judge_outputs(outputs: list[ProbeOutput], probes: list[Probe], reference: dict[str, ProbeOutput],
+                  min_share: float, min_excess: float, seconds: float) -> ProbeSummary:
+    """Run the detectors on each answered probe and decide the cell's verdict (pure)."""
+    expect = {p.id: p.expect_stop for p in probes}
+    answered = [o for o in outputs if o.error is None]
+    for out in answered:
+        ref = reference.get(out.id)
+        verdict = judge(Sample(output=out.output, prompt=out.prompt, finish_reason=out.finish_reason,
+                               expect_stop=expect.get(out.id, False),
+                               reference_output=ref.output if ref is not None and ref.error is None else None))
+        out.garbage = verdict.garbage
+        out.findings = [f.model_dump() for f in verdict.findings]
+    for index, finding in same_answer([o.output for o in answered]).items():
+        answered[index].garbage = True
+        answered[index].findings.append(finding.model_dump())
+    ref_flags = [reference[o.id].garbage for o in answered if o.id in reference and reference[o.id].error is None]
+    verdict = cell_verdict([o.garbage for o in answered], ref_flags or None, min_share, min_excess)
+    errors = len(outputs) - len(answered)
+    reason = verdict.reason + (f"; {errors} probes failed" if errors else "")
+    return ProbeSummary(garbage=verdict.garbage, flagged=verdict.flagged, total=verdict.total, errors=errors,
+                        reason=reason, offending=[o for o in answered if o.garbage][:3], seconds=round(seconds, 2))

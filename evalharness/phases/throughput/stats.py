@@ -1,0 +1,93 @@
+"""Statistics of one throughput scenario from its request records (pure): tokens from the server's usage, latency per
+token.
+
+Speculative decoding sends several tokens in one streamed chunk, so counting chunks overstates nothing less than the
+speed itself, and timing one gap per chunk overstates inter-token latency by the acceptance length. Here:
+- output tokens come from the server's usage (per chunk where the engine sends continuous usage); where a chunk's own
+  count is unknown, the request's usage total is spread evenly over its chunks; never the chunks themselves;
+- a chunk carrying k tokens after a gap g contributes k inter-token gaps of g/k; the first chunk's tokens belong to
+  the time to first token;
+- TPOT is (end-to-end - TTFT) / (tokens after the first chunk), and per-request decode tokens/s is its inverse.
+"""
+
+from __future__ import annotations
+
+from evalharness.phases.throughput.sse import RequestRecord
+from evalharness.records.measures import ScenarioResult, percentiles
+
+
+def chunk_token_counts(record: RequestRecord) -> list[int] | None:
+    """Tokens per content chunk: the server's own per-chunk counts, or the usage total spread evenly (pure)."""
+    n = len(record.chunk_times)
+    if n == 0:
+        return []
+    if all(k is not None for k in record.chunk_tokens) and len(record.chunk_tokens) == n:
+        return [int(k) for k in record.chunk_tokens]  # type: ignore[arg-type]
+    total = record.completion_tokens
+    if total is None:
+        return None
+    base, extra = divmod(total, n)
+    return [base + (1 if i < extra else 0) for i in range(n)]
+
+
+def request_timings(record: RequestRecord, counts: list[int]) -> tuple[list[float], float | None, float | None]:
+    """(inter-token gaps, TPOT, decode tokens/s) of one request: a chunk of k tokens after gap g gives k gaps of g/k."""
+    gaps: list[float] = []
+    for i in range(1, len(record.chunk_times)):
+        k = counts[i]
+        if k <= 0:
+            continue
+        gap = record.chunk_times[i] - record.chunk_times[i - 1]
+        gaps.extend([gap / k] * k)
+    after_first = sum(counts[1:])
+    if after_first <= 0 or record.ttft is None:
+        return gaps, None, None
+    decode_time = (record.end - record.start) - record.ttft
+    if decode_time <= 0:
+        return gaps, None, None
+    return gaps, decode_time / after_first, after_first / decode_time
+
+
+def summarize(name: str, records: list[RequestRecord], *, concurrency: int | None, request_rate: float | None,
+              input_len: int, output_len: int) -> ScenarioResult:
+    """Statistics of the measured (non-warm-up) requests of one scenario (pure)."""
+    done = [r for r in records if r.ok]
+    errors: dict[str, int] = {}
+    for r in records:
+        if not r.ok:
+            kind = (r.error or "unknown").split(":", 1)[0]
+            errors[kind] = errors.get(kind, 0) + 1
+    ttfts, tpots, itls, e2es, decode_rates = [], [], [], [], []
+    output_tokens = 0
+    prompt_tokens = 0
+    chunks = 0
+    sources: dict[str, int] = {}
+    for r in done:
+        counts = chunk_token_counts(r) or []
+        tokens = r.completion_tokens if r.completion_tokens is not None else sum(counts)
+        output_tokens += tokens
+        prompt_tokens += r.prompt_tokens or 0
+        chunks += len(r.chunk_times)
+        sources[r.token_source] = sources.get(r.token_source, 0) + 1
+        if r.ttft is not None:
+            ttfts.append(r.ttft)
+        e2es.append(r.end - r.start)
+        if counts:
+            gaps, tpot, rate = request_timings(r, counts)
+            itls.extend(gaps)
+            if tpot is not None:
+                tpots.append(tpot)
+                decode_rates.append(rate)
+    if records:
+        span = max(r.end for r in records) - min(r.start for r in records)
+    else:
+        span = 0.0
+    return ScenarioResult(
+        name=name, concurrency=concurrency, request_rate=request_rate, input_len=input_len, output_len=output_len,
+        requests=len(records), completed=len(done), errors=errors, duration_s=round(span, 4),
+        output_tokens=output_tokens, prompt_tokens=prompt_tokens or None,
+        output_tok_s=output_tokens / span if span > 0 else 0.0,
+        request_decode_tok_s=percentiles(decode_rates), ttft_s=percentiles(ttfts), tpot_s=percentiles(tpots),
+        itl_s=percentiles(itls), e2e_s=percentiles(e2es), token_sources=sources,
+        tokens_per_chunk=output_tokens / chunks if chunks else None,
+    )

@@ -1,0 +1,69 @@
+"""A baseline (baselines/*.json): per cell, each task's version and per-sample correctness keyed by document, the
+throughput per scenario, the versions it was measured with, and the gate's thresholds; with its atomic I/O.
+Written by `baseline save`, read by `gate` (analysis/gate.py). Imports nothing but records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from evalharness.records.io import atomic_write_text
+
+
+class Thresholds(BaseModel):
+    max_accuracy_drop: float | None = 0.05
+    hard_accuracy_drop: float | None = 0.2
+    alpha: float = 0.05
+    max_flips: int | None = None
+    max_kld: float | None = None
+    min_throughput_ratio: float | None = None
+
+
+class BaselineTask(BaseModel):
+    version: Any = None
+    metric: str | None = None
+    value: float | None = None
+    correct: dict[str, float] = Field(default_factory=dict, description="'doc_id|doc_hash' -> per-sample score")
+
+
+class BaselineCell(BaseModel):
+    status: str
+    tasks: dict[str, BaselineTask] = {}
+    throughput: dict[str, float] = {}  # scenario -> output tokens/s
+    engine_version: str | None = None
+
+
+class Baseline(BaseModel):
+    schema_version: Literal[1] = 1
+    created: str
+    matrix_name: str
+    harness_version: str
+    engine: str
+    engine_version: str | None = None
+    lm_eval_version: str | None = None
+    git_revision: str | None = None
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    cells: dict[str, BaselineCell]
+
+
+class BaselineError(Exception):
+    """A baseline file that is missing or not a baseline (exit 2)."""
+
+
+def save_baseline(baseline: Baseline, path: Path) -> None:
+    atomic_write_text(path, baseline.model_dump_json(indent=1) + "\n")
+
+
+def load_baseline(path: Path) -> Baseline:
+    try:
+        return Baseline.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: no such baseline file") from None
+    except ValueError as exc:
+        if isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            raise BaselineError(f"{path}: not a baseline: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        raise BaselineError(f"{path}: not readable JSON: {exc}") from None

@@ -1,0 +1,68 @@
+"""results.json on disk: atomic writes and loading old runs.
+
+results.json is rewritten after every cell through a temporary file, fsync and rename, so a kill at any moment leaves
+either the previous complete file or the new complete file, never a truncated one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from evalharness.records.run import SCHEMA_VERSION, RunResult
+
+
+class ResultsError(Exception):
+    """A results file that is missing, unreadable or not a run of this schema."""
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, fsync, then rename over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def save_run(run: RunResult, out_dir: Path) -> Path:
+    path = out_dir / "results.json"
+    atomic_write_text(path, run.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def load_run(out_dir: Path) -> RunResult:
+    path = out_dir / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no results here (is {out_dir} a run folder?)") from None
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"{path}: not readable JSON: {exc}") from None
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ResultsError(f"{path}: schema_version {data.get('schema_version')!r}; this harness reads {SCHEMA_VERSION}")
+    try:
+        return RunResult.model_validate(data)
+    except ValidationError as exc:
+        raise ResultsError(f"{path}: not a valid run record: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None

@@ -1,0 +1,126 @@
+"""What each phase measured, as saved in results.json: throughput scenarios, quality task scores, probe verdicts,
+request tallies, crash reasons and log warnings, and scored continuations (cells/<id>/distribution.jsonl).
+
+The phases fill these in; analysis and render read them. Imports no phase code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+
+class Percentiles(BaseModel):
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+
+def percentiles(values: list[float]) -> Percentiles:
+    """Mean and linearly interpolated percentiles (numpy's default method); empty values give an empty summary."""
+    if not values:
+        return Percentiles()
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return Percentiles(mean=float(np.mean(values)), p50=float(p50), p90=float(p90), p99=float(p99))
+
+
+class ScenarioResult(BaseModel):
+    name: str
+    concurrency: int | None = None
+    request_rate: float | None = None
+    input_len: int
+    output_len: int
+    requests: int
+    completed: int
+    errors: dict[str, int] = {}
+    duration_s: float
+    output_tokens: int
+    prompt_tokens: int | None = None
+    output_tok_s: float  # aggregate: all output tokens over the wall time of the measured requests
+    request_decode_tok_s: Percentiles  # per request: tokens after the first chunk over their time (single-stream figure)
+    ttft_s: Percentiles
+    tpot_s: Percentiles
+    itl_s: Percentiles
+    e2e_s: Percentiles
+    token_sources: dict[str, int] = {}
+    tokens_per_chunk: float | None = None  # per arrival: events that came in one read count as one chunk
+    engine: dict[str, Any] = {}  # the engine's own figures for this scenario, e.g. speculative acceptance
+
+
+class TaskScore(BaseModel):
+    task: str
+    version: Any = None
+    metric: str | None = None
+    value: float | None = None
+    stderr: float | None = None
+    n: int | None = None
+    attempts: int = 1
+    seconds: float = 0.0
+    error: str | None = None
+    samples: str | None = None  # relative to the run folder
+
+
+class ProbeOutput(BaseModel):
+    id: str
+    prompt: str
+    output: str = ""
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
+    error: str | None = None
+    garbage: bool = False
+    findings: list[dict[str, Any]] = []
+
+
+class ProbeSummary(BaseModel):
+    """What the probe phase concluded for one cell; `offending` holds a few marked outputs for the report."""
+
+    garbage: bool
+    flagged: int
+    total: int
+    errors: int
+    reason: str
+    offending: list[ProbeOutput] = []
+    seconds: float
+
+
+class RequestTally(BaseModel):
+    """What one phase's requests went through."""
+
+    requests: int = 0
+    failed: int = 0  # after retries
+    retried: int = 0  # attempts beyond the first
+    kinds: dict[str, int] = {}  # every failed attempt, by kind
+    hung: bool = False  # stopped early: requests in a row timed out
+
+    def error_rate(self) -> float:
+        return self.failed / self.requests if self.requests else 0.0
+
+    def describe(self) -> str:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(self.kinds.items(), key=lambda kv: -kv[1]))
+        return f"{self.failed}/{self.requests} requests failed after {self.retried} retries ({kinds or 'no errors'})"
+
+
+class CrashReason(BaseModel):
+    kind: str
+    line: str
+    excerpt: str
+    hint: str = ""
+
+
+class LogWarning(BaseModel):
+    key: str
+    message: str
+    values: dict[str, str] = {}
+    count: int = 1
+
+
+class Scored(BaseModel):
+    """One continuation scored in one cell: the top-k log-probabilities at each of its positions."""
+
+    id: str
+    tokens: list[str] = []
+    top: list[dict[str, float]] = []  # per continuation position: token -> logprob (top-k)
+    error: str | None = None

@@ -1,0 +1,93 @@
+"""The saved record of a run (results.json): the run, its metadata and one record per cell; versioned pydantic types.
+
+Every renderer (report.md, CSV, plots) reads this record, so an old run can be re-rendered without re-running it.
+Field names are the schema: old runs must still load.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from evalharness.records.drift import CellDrift
+from evalharness.records.measures import CrashReason, LogWarning, ProbeSummary, RequestTally, ScenarioResult, TaskScore
+
+SCHEMA_VERSION = 1
+Status = Literal["ok", "crashed", "garbage", "timeout", "error"]
+
+
+class TeardownRecord(BaseModel):
+    """How a server was torn down (serving/server.py fills it; the runner adds GPU memory)."""
+
+    seconds: float
+    signals: list[str] = []
+    killed_stragglers: list[int] = []
+    leftover: list[int] = []
+    gpu_memory_before_mib: list[int] | None = None  # per GPU, before launch (None without nvidia-smi)
+    gpu_memory_after_mib: list[int] | None = None  # per GPU, after teardown
+
+
+class CellResult(BaseModel):
+    """Everything one cell produced. `phase` is where it stopped ('done' when it went through every phase)."""
+
+    id: str
+    axes: dict[str, str]
+    settings_hash: str
+    args: dict[str, Any]
+    env: dict[str, str]
+    argv: list[str]
+    status: Status
+    phase: str
+    reason: str | None = None
+    crash: CrashReason | None = None
+    warnings: list[LogWarning] = []
+    startup_s: float | None = None
+    resolved: dict[str, Any] = {}
+    probes: ProbeSummary | None = None
+    quality: list[TaskScore] = []
+    throughput: list[ScenarioResult] = []
+    distribution: dict[str, Any] | None = Field(None, description="scored continuations (cells/<id>/distribution.jsonl)")
+    requests: dict[str, RequestTally] = Field(default_factory=dict, description="per phase: requests, failures "
+                                              "after retries, retries, error kinds (throughput: per scenario)")
+    drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")
+    log: str | None = Field(None, description="the server log, relative to the run folder")
+    teardown: TeardownRecord | None = None
+    started_at: str
+    finished_at: str
+    duration_s: float
+
+
+class RunMeta(BaseModel):
+    harness_version: str
+    engine: str
+    engine_version: str | None = None
+    lm_eval_version: str | None = None
+    git_revision: str | None = None
+    machine: dict[str, Any] = {}
+    matrix_name: str
+    matrix_path: str
+    matrix: dict[str, Any] = Field(default_factory=dict, description="the validated matrix, secrets masked")
+    started_at: str
+    command: list[str] = []
+
+
+class RunResult(BaseModel):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    meta: RunMeta
+    reference: str
+    cell_order: list[str]
+    cells: dict[str, CellResult] = {}
+    complete: bool = False
+    interrupted: bool = False
+    notes: list[str] = []
+
+    def pending(self) -> list[str]:
+        return [cid for cid in self.cell_order if cid not in self.cells]
+
+    def status_summary(self) -> str:
+        """'2 crashed, 3 ok': finished cells counted by status, statuses in alphabetical order ('' when none)."""
+        counts: dict[str, int] = {}
+        for cell in self.cells.values():
+            counts[cell.status] = counts.get(cell.status, 0) + 1
+        return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))

@@ -1,0 +1,45 @@
+"""pareto.png: throughput against drift, the front joined by a line (matplotlib, no display needed), from results.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalharness.analysis.pareto import pareto
+from evalharness.records.run import RunResult
+
+
+def write_plot(run: RunResult, path: Path) -> bool:
+    """A scatter of throughput against drift, the front joined by a line; False when there is nothing to draw."""
+    chart = pareto(run)
+    points, scenario, measure = chart.points, chart.scenario, chart.measure
+    if not points:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on CI machines
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    front = sorted((p for p in points if p.on_front), key=lambda p: p.throughput)
+    others = [p for p in points if not p.on_front]
+    # the accuracy drop's 95% interval as a vertical bar, where the cell has one
+    for p in points:
+        d = run.cells[p.cell].drift
+        if measure == "accuracy" and d is not None and d.ci_low is not None and d.ci_high is not None:
+            ax.plot([p.throughput, p.throughput], [-d.ci_high, -d.ci_low], color="#bbbbbb", linewidth=3, zorder=1)
+    ax.scatter([p.throughput for p in others], [p.drift for p in others], color="#999999", label="dominated")
+    ax.scatter([p.throughput for p in front], [p.drift for p in front], color="#d62728", label="Pareto front", zorder=3)
+    ax.plot([p.throughput for p in front], [p.drift for p in front], color="#d62728", linewidth=1)
+    for p in points:
+        label = p.cell + (" (reference)" if p.cell == run.reference else "")
+        ax.annotate(label, (p.throughput, p.drift), textcoords="offset points", xytext=(5, 5), fontsize=7)
+    ax.set_xlabel(f"output tokens/s ({scenario})")
+    ax.set_ylabel("accuracy drop vs reference" if measure == "accuracy" else "mean KL divergence vs reference")
+    ax.axhline(0, color="#cccccc", linewidth=0.8)
+    ax.margins(x=0.25, y=0.15)  # room for the labels
+    ax.set_title(f"{run.meta.matrix_name}: throughput against drift (lower right is better)")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True

@@ -1,0 +1,324 @@
+"""The Markdown report of a saved run (report.md) and its short form (summary.md). Pure: a RunResult in, text out;
+anything from a model or a log goes through markdown.py's escaping.
+
+Reads records and what analysis computes from them (Pareto front, resolved-settings differences); must not import
+phases, serving, the runner or the command line.
+"""
+
+from __future__ import annotations
+
+from evalharness.analysis.pareto import pareto, scenario_throughput
+from evalharness.analysis.settings import asked_names, resolved_differences
+from evalharness.records.measures import ScenarioResult, TaskScore
+from evalharness.records.run import CellResult, RunResult
+from evalharness.render.markdown import code_block, markdown_table, md_text
+
+
+def _seconds(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+def _known_warnings(cell: CellResult) -> list[str]:
+    return [w.key + (f" ({', '.join(f'{k}={v}' for k, v in w.values.items())})" if w.values else "")
+            for w in cell.warnings if w.key != "other"]
+
+
+def render_markdown(run: RunResult) -> str:
+    meta = run.meta
+    parts = [f"# evalharness: {md_text(meta.matrix_name)}", ""]
+    state = "complete" if run.complete else ("interrupted" if run.interrupted else "in progress")
+    parts.append(
+        f"Run {state}; engine {md_text(meta.engine)} {md_text(meta.engine_version or '(version unknown)')}; "
+        f"harness {md_text(meta.harness_version)} at {md_text(meta.git_revision or 'no git revision')}; "
+        f"started {md_text(meta.started_at)} on {md_text(meta.machine.get('hostname', '?'))} "
+        f"({meta.machine.get('cpus', '?')} CPUs, {meta.machine.get('memory_gib', '?')} GiB)."
+    )
+    parts += ["", *pareto_section(run), "## Cells", ""]
+    tasks = _task_names(run)
+    rows = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        name = f"`{cid}`" + (" (reference)" if cid == run.reference else "")
+        if cell is None:
+            rows.append([name, "not run", *([""] * (5 + len(tasks)))])
+            continue
+        scores = {t.task: t for t in cell.quality}
+        rows.append([
+            name,
+            f"**{cell.status}**" if cell.status != "ok" else "ok",
+            md_text(cell.phase),
+            _seconds(cell.startup_s),
+            f"{cell.probes.flagged}/{cell.probes.total}" if cell.probes else "",
+            *(_score(scores.get(task)) for task in tasks),
+            md_text(cell.reason or ""),
+            md_text("; ".join(_known_warnings(cell))),
+        ])
+    header = ["cell", "status", "phase", "startup s", "garbage probes", *(md_text(t) for t in tasks), "reason", "warnings"]
+    parts.append(markdown_table(header, rows))
+    if tasks:
+        parts += ["", "Scores are the task's headline metric (exact match, or accuracy for multiple choice) "
+                      "± its standard error, from lm-eval's per-sample records in `cells/<id>/quality/<task>/`."]
+    parts += ["", *_drift_section(run), *_throughput_section(run), *_garbage_section(run), *_differences_section(run)]
+    parts += _warnings_section(run)
+    parts += _requests_section(run)
+    parts += _crashes_section(run)
+    for note in run.notes:
+        parts += [f"> {md_text(note, 1000)}", ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _interval(delta: float | None, low: float | None, high: float | None) -> str:
+    if delta is None:
+        return ""
+    return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def pareto_section(run: RunResult) -> list[str]:
+    chart = pareto(run)
+    scenario, measure = chart.scenario, chart.measure
+    by_cell = {p.cell: p for p in chart.points}
+    ref_tp = scenario_throughput(run.cells.get(run.reference), scenario)
+    rows = []
+    for cid, tp in chart.throughput.items():
+        point = by_cell.get(cid)
+        d = run.cells[cid].drift
+        dist_text, same_text = "", ""
+        if cid == run.reference:
+            acc, p_text, flips, agree = "reference", "", "", ""
+        elif d is None:
+            acc, p_text, flips, agree = "not measured", "", "", ""
+        else:
+            acc = _interval(d.accuracy_delta, d.ci_low, d.ci_high) or "no paired samples"
+            p_text = "" if d.p_value is None else f"{d.p_value:.3g}"
+            flips = f"{d.right_to_wrong} / {d.wrong_to_right}"
+            agree = f"{d.agreement.identical}/{d.agreement.total}" if d.agreement else ""
+            if d.distribution is not None:
+                if d.distribution.available:
+                    dist_text = f"{d.distribution.mean_kld:.4f} / {d.distribution.p99_kld:.4f}"
+                    same_text = f"{d.distribution.same_top_token:.1%}"
+                else:
+                    dist_text = "unavailable: " + md_text(d.distribution.reason or "", 60)
+        rows.append([
+            f"`{cid}`",
+            "**yes**" if point and point.on_front else ("no" if point else ""),
+            "" if tp is None else f"{tp:.1f}",
+            "" if tp is None or not ref_tp else f"{tp / ref_tp:.2f}x",
+            acc, p_text, flips, agree, dist_text, same_text,
+            ", ".join(f"`{c}`" for c in point.dominated_by) if point else "",
+        ])
+    if not rows:
+        return []
+    out = ["## Pareto: throughput against drift", "",
+           f"Throughput: output tokens/s in scenario `{md_text(scenario or 'none')}`; drift: "
+           f"{'accuracy drop' if measure == 'accuracy' else 'mean KL divergence'} against the reference "
+           "(lower is better). Accuracy Δ is cell minus reference over every paired sample of every task, with a "
+           "paired-bootstrap 95% interval and an exact McNemar p-value; flips are right→wrong / wrong→right; KLD is "
+           "over the shared top-5 of the reference's greedy continuations (mean / p99).", "",
+           markdown_table(["cell", "on front", "output tok/s", "vs reference", "accuracy Δ [95% CI]", "p",
+                           "flips", "probes identical", "KLD mean / p99", "same top token", "dominated by"], rows), ""]
+    failed = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status != "ok"]
+    if failed:
+        out += ["Not on the chart:", ""]
+        out += [f"- `{c.id}`: **{c.status}** at {md_text(c.phase)}: {md_text(c.reason or '', 300)}" for c in failed]
+        out.append("")
+    return out
+
+
+def _task_names(run: RunResult) -> list[str]:
+    names: list[str] = []
+    for cid in run.cell_order:
+        for task in (run.cells[cid].quality if cid in run.cells else []):
+            if task.task not in names:
+                names.append(task.task)
+    return names
+
+
+def _score(task: TaskScore | None) -> str:
+    if task is None:
+        return ""
+    if task.error or task.value is None:
+        return "failed"
+    text = f"{task.value:.3f}"
+    return text + (f" ± {task.stderr:.3f}" if task.stderr is not None else "")
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value * 1000:.1f}"
+
+
+def throughput_rows(scenarios: list[ScenarioResult], label: str = "") -> list[list[str]]:
+    """Table rows for scenario results (shared by the report and `evalharness bench`)."""
+    rows = []
+    for sc in scenarios:
+        mode = f"c={sc.concurrency}" if sc.concurrency else f"{sc.request_rate}/s"
+        spec = sc.engine.get("spec_mean_acceptance_length")
+        rate = sc.engine.get("spec_acceptance_rate")
+        spec_text = "" if spec is None else f"{spec:.2f}" + (f" ({rate:.0%})" if rate is not None else "")
+        errors = ", ".join(f"{k} {v}" for k, v in sc.errors.items())
+        rows.append([*([label] if label else []), md_text(sc.name), mode, f"{sc.completed}/{sc.requests}",
+                     f"{sc.output_tok_s:.1f}",
+                     "" if sc.request_decode_tok_s.p50 is None else f"{sc.request_decode_tok_s.p50:.1f}",
+                     _ms(sc.ttft_s.p50), _ms(sc.ttft_s.p99), _ms(sc.tpot_s.p50), _ms(sc.itl_s.p50), _ms(sc.itl_s.p99),
+                     _ms(sc.e2e_s.p50), spec_text, md_text(errors)])
+    return rows
+
+
+THROUGHPUT_HEADER = ["scenario", "load", "done", "output tok/s", "decode tok/s per request (p50)", "TTFT p50 ms",
+                     "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms", "E2E p50 ms",
+                     "spec acceptance length (rate)", "errors"]
+
+
+def _drift_section(run: RunResult) -> list[str]:
+    rows = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is None or cell.drift is None:
+            continue
+        for t in cell.drift.tasks:
+            if not t.comparable:
+                rows.append([f"`{cid}`", md_text(t.task), "", "", "", "", "", "", md_text(t.reason or "")])
+                continue
+            rows.append([f"`{cid}`", md_text(t.task), str(t.paired), f"{t.reference:.3f}", f"{t.cell:.3f}",
+                         _interval(t.delta, t.ci_low, t.ci_high), f"{t.p_value:.3g}",
+                         f"{t.right_to_wrong} / {t.wrong_to_right}", ""])
+    if not rows:
+        return []
+    return ["## Drift per task", "",
+            markdown_table(["cell", "task", "paired", "reference", "cell", "Δ [95% CI]", "McNemar p", "flips r→w / w→r",
+                            "note"], rows), ""]
+
+
+def summary_markdown(run: RunResult, limit: int = 12) -> str:
+    """The short form for a pull-request comment or $GITHUB_STEP_SUMMARY: fits on a screen."""
+    chart = pareto(run)
+    points, scenario = chart.points, chart.scenario
+    lines = [f"### evalharness: {md_text(run.meta.matrix_name)}", ""]
+    lines.append(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}")
+    lines.append("")
+    if points:
+        rows = []
+        for p in sorted(points, key=lambda p: -p.throughput)[:limit]:
+            d = run.cells[p.cell].drift
+            acc = "reference" if p.cell == run.reference else (_interval(d.accuracy_delta, d.ci_low, d.ci_high) if d else "")
+            rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", f"{p.throughput:.1f}", acc])
+        lines += [markdown_table(["cell", "", f"tok/s ({md_text(scenario or '')})", "accuracy Δ [95% CI]"], rows), ""]
+    bad = [c for c in run.cells.values() if c.status != "ok"]
+    for cell in bad[:limit]:
+        lines.append(f"- `{cell.id}` **{cell.status}**: {md_text(cell.reason or '', 160)}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _throughput_section(run: RunResult) -> list[str]:
+    rows = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is not None and cell.throughput:
+            rows += throughput_rows(cell.throughput, f"`{cid}`")
+    if not rows:
+        return []
+    return ["## Throughput", "",
+            "Output tokens counted from the server's usage, never from chunks; a chunk of k tokens gives k "
+            "inter-token gaps. Speculative acceptance is the engine's own figure over the scenario.", "",
+            markdown_table(["cell", *THROUGHPUT_HEADER], rows), ""]
+
+
+def _garbage_section(run: RunResult) -> list[str]:
+    cells = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status == "garbage"]
+    if not cells:
+        return []
+    out = ["## Garbage", ""]
+    for cell in cells:
+        assert cell.probes is not None
+        out += [f"### `{cell.id}`", "", md_text(cell.probes.reason, 500) + ".", ""]
+        for sample in cell.probes.offending[:2]:
+            fired = ", ".join(f"{f['detector']} ({f['evidence']})" for f in sample.findings)
+            out += [f"Prompt {md_text(sample.id)}: {md_text(sample.prompt, 120)}", "",
+                    f"Detectors: {md_text(fired, 400)}", "", code_block(sample.output[:600]), ""]
+    return out
+
+
+def _differences_section(run: RunResult) -> list[str]:
+    out = ["## Resolved settings that differ from the reference", ""]
+    reference = run.cells.get(run.reference)
+    if reference is None or not reference.resolved:
+        out += ["The reference cell has no resolved configuration (not run, or it never became ready).", ""]
+        return out
+    out += ["What each engine reported after startup. **not asked** marks a difference that none of the cell's own "
+            "flags or variables names: a consequence of them or a switch the engine made by itself; worth a look.", ""]
+    any_rows = False
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is None or cid == run.reference or not cell.resolved:
+            continue
+        asked = asked_names(cell.args, cell.env, reference.args, reference.env)
+        diffs = resolved_differences(reference.resolved, cell.resolved, asked)
+        out.append(f"### `{cid}`")
+        out.append("")
+        if not diffs:
+            out += ["Same resolved settings as the reference.", ""]
+            continue
+        any_rows = True
+        rows = [[md_text(d.key), md_text(d.reference, 80), md_text(d.cell, 80), "asked" if d.asked else "**not asked**"]
+                for d in diffs[:40]]
+        out += [markdown_table(["setting", "reference", "this cell", ""], rows), ""]
+        if len(diffs) > 40:
+            out += [f"... and {len(diffs) - 40} more in results.json.", ""]
+    if not any_rows:
+        out += ["No ready cell differs from the reference in its resolved settings.", ""]
+    return out
+
+
+def _warnings_section(run: RunResult) -> list[str]:
+    out = ["## Warnings", ""]
+    listed = False
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is None or not cell.warnings:
+            continue
+        known = [w for w in cell.warnings if w.key != "other"]
+        others = [w for w in cell.warnings if w.key == "other"]
+        out.append(f"- `{cid}`: {len(known)} known, {len(others)} other warning lines (full log: `{cell.log}`)")
+        for warning in known:
+            count = f" (x{warning.count})" if warning.count > 1 else ""
+            out.append(f"  - **{md_text(warning.key)}**{count}: {md_text(warning.message, 300)}")
+        listed = True
+    if not listed:
+        out.append("No warnings in any cell's log.")
+    return out + [""]
+
+
+def _requests_section(run: RunResult) -> list[str]:
+    """Phases whose requests needed retries or failed: what was kept rests on how many answers came back."""
+    rows = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        for phase, tally in (cell.requests if cell else {}).items():
+            if tally.failed or tally.retried or tally.hung:
+                kinds = ", ".join(f"{md_text(k)} ×{n}" for k, n in sorted(tally.kinds.items(), key=lambda kv: -kv[1]))
+                rows.append([f"`{cid}`", md_text(phase), str(tally.requests), str(tally.failed), str(tally.retried),
+                             "yes" if tally.hung else "", kinds])
+    if not rows:
+        return []
+    return ["## Requests retried or failed", "",
+            "Failures counted after retries (resets, 5xx and 429 are retried; timeouts and throughput requests are "
+            "not); a cell is marked error when a phase's share of failures exceeds `requests.max_error_rate`.", "",
+            markdown_table(["cell", "phase", "requests", "failed", "retries", "stopped answering", "errors"], rows),
+            ""]
+
+
+def _crashes_section(run: RunResult) -> list[str]:
+    failed = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status in ("crashed", "timeout", "error")]
+    if not failed:
+        return []
+    out = ["## Crashes, timeouts and errors", ""]
+    for cell in failed:
+        out.append(f"### `{cell.id}`: {cell.status} at {md_text(cell.phase)}")
+        out.append("")
+        if cell.crash:
+            out.append(f"Kind **{md_text(cell.crash.kind)}**" + (f": {md_text(cell.crash.hint)}" if cell.crash.hint else "") + ".")
+            out.append("")
+            out.append(code_block(cell.crash.excerpt))
+        elif cell.reason:
+            out.append(md_text(cell.reason, 1000))
+        out += ["", f"Full log: `{cell.log}`" if cell.log else "", ""]
+    return out

@@ -1,0 +1,184 @@
+"""A run: preflight, a fresh or resumed run record, every pending cell in order (the reference first), drift and
+the renderings refreshed and results.json saved atomically after each cell.
+
+Ctrl-C or SIGTERM tears the current server down, saves the finished cells and ends the run with status 130/143;
+`--resume` finishes it later. A save that fails (full disk, read-only folder) stops the run with what is kept said.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import shutil
+import sys
+from pathlib import Path
+
+from evalharness import __version__
+from evalharness.analysis.drift import refresh_drift
+from evalharness.matrix.schema import Cell, Matrix
+from evalharness.phases.probes import DEFAULT_PROBES, ProbeError, load_probes
+from evalharness.records.io import ResultsError, load_run, save_run
+from evalharness.records.masking import mask_args, mask_argv, mask_env
+from evalharness.records.provenance import git_revision, harness_versions, machine_info, now_iso
+from evalharness.records.run import RunMeta, RunResult
+from evalharness.render.outputs import render_all
+from evalharness.runner.cell import run_cell
+from evalharness.runner.progress import Progress
+from evalharness.runner.signals import INTERRUPT, Interrupted
+from evalharness.serving.engines import ENGINES, Engine
+from evalharness.serving.processes import sweep_orphans
+
+
+class RunError(Exception):
+    """The run cannot start (its output folder is unusable or holds another run) or cannot save what it measured."""
+
+
+class _SaveFailed(Exception):
+    pass
+
+
+def preflight(matrix: Matrix, engine: Engine, cell: Cell) -> None:
+    """What would make every cell fail the same way, found before any launch: a model folder or an engine binary
+    that is not on this machine. (A hub id cannot be checked offline; the engine's own error classifies it.)"""
+    if engine.name == "external":
+        return
+    model = matrix.model
+    if model.startswith(("/", "~")) and not Path(model).expanduser().exists():
+        raise RunError(f"model: {model} does not exist on this machine (a local model folder was given; a hub id "
+                       "looks like org/name)")
+    binary = engine.launch_plan(matrix, cell, 1, ".").argv[0]
+    found = Path(binary).exists() if "/" in binary else shutil.which(binary) is not None
+    if not found:
+        raise RunError(f"command: the engine launcher {binary!r} is not "
+                       f"{'there' if '/' in binary else 'on PATH'} (is the engine installed?)")
+
+
+def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path,
+                resume: bool) -> RunResult:
+    """A fresh run record, or the previous one when resuming (keeping only cells whose settings are unchanged)."""
+    results_path = out_dir / "results.json"
+    if results_path.exists() and not resume:
+        raise RunError(f"{out_dir} already holds a run (results.json); pass --resume to finish it or choose another --out")
+    versions = harness_versions()
+    meta = RunMeta(
+        harness_version=versions["harness"] or __version__,
+        engine=matrix.engine,
+        lm_eval_version=versions["lm_eval"],
+        git_revision=git_revision(Path(__file__).resolve().parent),
+        machine=machine_info(),
+        matrix_name=matrix.name,
+        matrix_path=str(matrix_path),
+        matrix=_masked_matrix(matrix),
+        started_at=now_iso(),
+        command=mask_argv(sys.argv),
+    )
+    run = RunResult(meta=meta, reference=reference.id, cell_order=[c.id for c in cells])
+    if resume and results_path.exists():
+        try:
+            previous = load_run(out_dir)
+        except ResultsError as exc:
+            raise RunError(f"cannot resume: {exc}") from None
+        hashes = {c.id: c.settings_hash for c in cells}
+        kept = {cid: r for cid, r in previous.cells.items() if hashes.get(cid) == r.settings_hash}
+        dropped = sorted(set(previous.cells) - set(kept))
+        run.cells = kept
+        run.meta.started_at = previous.meta.started_at
+        run.meta.engine_version = previous.meta.engine_version
+        if dropped:
+            run.notes.append(f"Resumed: re-running cells whose settings changed or left the matrix: {', '.join(dropped)}")
+    return run
+
+
+def _masked_matrix(matrix: Matrix) -> dict:
+    data = matrix.model_dump(mode="json")
+    data["env"] = mask_env(data.get("env", {}))
+    data["args"] = mask_args(data.get("args", {}))
+    for values in data.get("axes", {}).values():
+        for settings in values.values():
+            if settings:
+                settings["env"] = mask_env(settings.get("env", {}))
+                settings["args"] = mask_args(settings.get("args", {}))
+    return data
+
+
+def write_outputs(run: RunResult, out_dir: Path) -> None:
+    """results.json first (the record), then every renderer of it."""
+    save_run(run, out_dir)
+    render_all(run, out_dir)
+
+
+def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path, resume: bool,
+            progress: Progress | None = None) -> tuple[RunResult, int]:
+    """Run every pending cell; return the run and the process exit status (0 done, 130/143 interrupted)."""
+    preflight(matrix, ENGINES[matrix.engine], reference)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"cannot create the output folder {out_dir}: {exc.strerror or exc}") from None
+    run = prepare_run(matrix, cells, reference, matrix_path, out_dir, resume)
+    if matrix.probes.enabled:
+        try:
+            load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
+        except ProbeError as exc:
+            raise RunError(str(exc)) from None
+    for found in sweep_orphans(sorted(out_dir.glob("cells/*/server.pid"))):
+        run.notes.append(f"On {'resume' if resume else 'start'}: {found}")
+    try:
+        write_outputs(run, out_dir)
+    except OSError as exc:
+        raise RunError(f"cannot write the results in {out_dir}: {exc.strerror or exc}") from None
+    engine = ENGINES[matrix.engine]
+    # the reference runs first: every other cell's probes (and later, drift) are judged against it
+    pending = sorted((c for c in cells if c.id not in run.cells), key=lambda c: c.id != reference.id)
+    progress = progress or Progress(total=len(cells))
+    for note in run.notes:
+        progress.message(note)
+    done_before = len(cells) - len(pending)
+    exit_status = 0
+    saved = len(run.cells)
+    save_error: str | None = None
+
+    def save() -> None:
+        nonlocal saved, save_error
+        try:
+            save_run(run, out_dir)
+            saved = len(run.cells)
+            render_all(run, out_dir)
+        except OSError as exc:  # disk full, folder gone or read-only: stop, and say what the folder still holds
+            save_error = (f"cannot save the results in {out_dir}: {exc.strerror or exc}; results.json still holds "
+                          f"the last good save ({saved} finished cells, not marked complete); free the space and "
+                          "run again with --resume")
+            raise _SaveFailed from exc
+
+    with INTERRUPT.installed():
+        try:
+            for offset, cell in enumerate(pending):
+                progress.cell(done_before + offset + 1, cell.id)
+                result = run_cell(matrix, cell, engine, out_dir, progress, reference.id)
+                with INTERRUPT.deferred():
+                    run.cells[cell.id] = result
+                    # a reference re-run on resume makes every other cell's drift stale
+                    refresh_drift(run, out_dir, only=None if cell.id == reference.id else cell.id)
+                    if result.status == "ok" and result.resolved.get("version") and not run.meta.engine_version:
+                        run.meta.engine_version = str(result.resolved["version"])
+                    save()
+                    progress.finished(cell.id, result.status, result.reason or "")
+                INTERRUPT.raise_pending()
+            run.complete = True
+        except _SaveFailed:
+            pass
+        except (KeyboardInterrupt, Interrupted) as exc:
+            with INTERRUPT.deferred():  # from here to the exit nothing may interrupt the save
+                run.interrupted = True
+                exit_status = 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
+                progress.message(f"interrupted ({exc or 'SIGINT'}): saved {len(run.cells)} finished cells; "
+                                 "--resume finishes the run")
+        finally:
+            with INTERRUPT.deferred():
+                if save_error is None:
+                    with contextlib.suppress(_SaveFailed):
+                        save()
+                progress.close()
+    if save_error is not None:
+        raise RunError(save_error)
+    return run, exit_status

@@ -1,0 +1,119 @@
+"""What every engine module shares: the launch plan type, the engine protocol, and flag rendering."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from evalharness.serving.logscan import LogRules
+from evalharness.matrix.schema import Cell, Matrix
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """How to start one cell's server and how to know it is ready. `argv` is a list, never a shell string."""
+
+    argv: list[str]
+    env: dict[str, str]
+    root_url: str  # http://host:port, for /health, /metrics, /version
+    base_url: str  # the OpenAI-compatible root, http://host:port/v1
+    health_path: str
+    served_model_name: str
+
+
+class Engine(Protocol):
+    """One inference engine's knowledge. Implementations are plain classes registered in engines/__init__.py."""
+
+    name: str
+    log_rules: LogRules
+
+    def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
+        """The argv, environment and URLs for one cell on one port (pure)."""
+        ...
+
+    def resolved_config(self, client: httpx.Client, plan: LaunchPlan, log_text: str) -> dict[str, Any]:
+        """What the engine says it is running, flattened to 'section.key' -> value, after it is ready."""
+        ...
+
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
+        """Engine counters to read before a throughput scenario (and any reset it needs)."""
+        ...
+
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
+        """The engine's own figures for the scenario just run, e.g. speculative acceptance, as a before/after delta."""
+        ...
+
+
+def render_args(args: dict[str, Any]) -> list[str]:
+    """Flags to argv: true is a bare flag, false/None omits it, a mapping becomes JSON, a list several values."""
+    argv: list[str] = []
+    for flag, value in args.items():
+        if value is None or value is False:
+            continue
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value, separators=(",", ":"))]
+        elif isinstance(value, list):
+            argv += [flag, *(str(v) for v in value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def server_plan(matrix: Matrix, cell: Cell, port: int, *, default_command: list[str], model_flag: str,
+                env: dict[str, str], health_path: str) -> LaunchPlan:
+    """The launch plan shared by engines that take `--<model flag> M --host H --port P --served-model-name N`."""
+    served = matrix.served_model_name or matrix.model
+    argv = [*(matrix.command or default_command), model_flag, matrix.model, "--host", matrix.host, "--port", str(port),
+            "--served-model-name", served, *render_args(cell.args)]
+    root = f"http://{matrix.host}:{port}"
+    return LaunchPlan(argv=argv, env=env, root_url=root, base_url=f"{root}/v1", health_path=health_path,
+                      served_model_name=served)
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested JSON to 'a.b.c' -> scalar, so two engines' reports can be diffed key by key."""
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(data, list) and any(isinstance(v, (dict, list)) for v in data):
+        out = {}
+        for index, value in enumerate(data):
+            out.update(flatten(value, f"{prefix}[{index}]"))
+        return out
+    return {prefix: data}
+
+
+def prometheus_totals(text: str, names: tuple[str, ...]) -> dict[str, float]:
+    """Sum of each named Prometheus sample over all its label sets, from a /metrics page (pure). prometheus_client's
+    parser reads labels with spaces and trailing timestamps right; a page it cannot parse counts as no figures."""
+    totals: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name in names:
+                    totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+    except ValueError:
+        return {}
+    return totals
+
+
+def get_json(client: httpx.Client, url: str) -> Any | None:
+    """GET a JSON document, or None when the endpoint is missing or answers with something else."""
+    try:
+        response = client.get(url)
+    except httpx.HTTPError:
+        return None
+    if response.status_code != 200:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None

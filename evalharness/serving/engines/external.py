@@ -1,0 +1,48 @@
+"""An OpenAI-compatible endpoint that is already up: nothing to launch, only readiness and what it reports."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from evalharness.serving.engines._common import LaunchPlan, get_json
+from evalharness.serving.logscan import LogRules
+from evalharness.matrix.schema import Cell, Matrix
+
+
+class ExternalEngine:
+    """The harness neither starts nor stops this server; it polls `<base_url>/models` for readiness."""
+
+    name = "external"
+    log_rules = LogRules()
+
+    def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
+        base = (matrix.base_url or "").rstrip("/")
+        parts = urlsplit(base)
+        root = f"{parts.scheme}://{parts.netloc}"
+        return LaunchPlan(
+            argv=[],
+            env={},
+            root_url=root,
+            base_url=base,
+            health_path=base[len(root):] + "/models",
+            served_model_name=matrix.served_model_name or matrix.model,
+        )
+
+    def resolved_config(self, client: httpx.Client, plan: LaunchPlan, log_text: str) -> dict[str, Any]:
+        resolved: dict[str, Any] = {}
+        version = get_json(client, f"{plan.root_url}/version")
+        if isinstance(version, dict) and "version" in version:
+            resolved["version"] = version["version"]
+        models = get_json(client, f"{plan.base_url}/models")
+        if isinstance(models, dict) and models.get("data"):
+            resolved["served.models"] = ",".join(str(m.get("id")) for m in models["data"])
+        return resolved
+
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
+        return {}
+
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
+        return {}
