@@ -44,8 +44,11 @@ def topk_kl(reference: dict[str, float], cell: dict[str, float]) -> float:
 
     The approximation: the tokens in both top-k lists keep their probabilities; everything else on each side is one
     'rest' bucket holding that side's remaining mass (floored at 1e-6). Tokens in only one top-k list therefore count
-    in the rest bucket on both sides. This is a lower bound on nothing in general, but it is exact when both top-k
-    lists hold nearly all the mass, and it grows with the disagreement that matters: where the top tokens go.
+    in the rest bucket on both sides. It is a lower bound on the full KL divergence: merging tokens into one bucket is
+    a coarse-graining of both distributions, and by the data-processing inequality (the log-sum inequality, bucket by
+    bucket) KL can only fall under it. It is exact when both top-k lists hold nearly all the mass, and it grows with
+    the disagreement that matters: where the top tokens go. (The 1e-6 floor, for a side whose top-k sum to about 1,
+    is the one place it can exceed the true value, by a negligible amount.)
     """
     shared = set(reference) & set(cell)
     p = {t: math.exp(reference[t]) for t in shared}
