@@ -150,7 +150,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from evalharness.phases.throughput.client import LoadClient, run_scenario
     from evalharness.records.io import atomic_write_text
     from evalharness.render.markdown import markdown_table
-    from evalharness.render.report import THROUGHPUT_HEADER, throughput_rows
+    from evalharness.render.throughput import THROUGHPUT_HEADER, throughput_notes, throughput_rows
 
     root = args.base_url.rstrip("/").removesuffix("/v1")
     client = LoadClient(args.base_url, args.model, api=args.api, timeout_s=args.timeout,
@@ -161,6 +161,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                     input_len=args.input_len, output_len=args.output_len,
                                     requests=args.requests, duration_s=None, warmup=args.warmup))
     print(markdown_table(THROUGHPUT_HEADER, throughput_rows(results)))
+    for note in throughput_notes(results):
+        print(note)
     if args.json:
         import json
 

@@ -45,9 +45,14 @@ class ScenarioResult(BaseModel):
     tpot_s: Percentiles
     itl_s: Percentiles
     e2e_s: Percentiles
-    token_sources: dict[str, int] = {}
+    token_sources: dict[str, int] = {}  # requests by source: usage (per chunk), spread (a total spread), tokenizer
     tokens_per_chunk: float | None = None  # per arrival: events that came in one read count as one chunk
     engine: dict[str, Any] = {}  # the engine's own figures for this scenario, e.g. speculative acceptance
+
+    def itl_interpolated(self) -> bool:
+        """True when some request's tokens per chunk were not the server's own counts but a total spread evenly
+        over its chunks (token source 'spread' or 'tokenizer'): its inter-token latencies are interpolated."""
+        return any(source != "usage" and n for source, n in self.token_sources.items())
 
 
 class TaskScore(BaseModel):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from evalharness.analysis.pareto import pareto, scenario_throughput
 from evalharness.analysis.settings import asked_names, resolved_differences
-from evalharness.records.measures import ScenarioResult, TaskScore
+from evalharness.records.measures import TaskScore
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.markdown import code_block, markdown_table, md_text
+from evalharness.render.throughput import throughput_section
 
 
 def _seconds(value: float | None) -> str:
@@ -58,7 +59,7 @@ def render_markdown(run: RunResult) -> str:
     if tasks:
         parts += ["", "Scores are the task's headline metric (exact match, or accuracy for multiple choice) "
                       "± its standard error, from lm-eval's per-sample records in `cells/<id>/quality/<task>/`."]
-    parts += ["", *_drift_section(run), *_throughput_section(run), *_garbage_section(run), *_differences_section(run)]
+    parts += ["", *_drift_section(run), *throughput_section(run), *_garbage_section(run), *_differences_section(run)]
     parts += _warnings_section(run)
     parts += _requests_section(run)
     parts += _crashes_section(run)
@@ -142,32 +143,6 @@ def _score(task: TaskScore | None) -> str:
     return text + (f" ± {task.stderr:.3f}" if task.stderr is not None else "")
 
 
-def _ms(value: float | None) -> str:
-    return "" if value is None else f"{value * 1000:.1f}"
-
-
-def throughput_rows(scenarios: list[ScenarioResult], label: str = "") -> list[list[str]]:
-    """Table rows for scenario results (shared by the report and `evalharness bench`)."""
-    rows = []
-    for sc in scenarios:
-        mode = f"c={sc.concurrency}" if sc.concurrency else f"{sc.request_rate}/s"
-        spec = sc.engine.get("spec_mean_acceptance_length")
-        rate = sc.engine.get("spec_acceptance_rate")
-        spec_text = "" if spec is None else f"{spec:.2f}" + (f" ({rate:.0%})" if rate is not None else "")
-        errors = ", ".join(f"{k} {v}" for k, v in sc.errors.items())
-        rows.append([*([label] if label else []), md_text(sc.name), mode, f"{sc.completed}/{sc.requests}",
-                     f"{sc.output_tok_s:.1f}",
-                     "" if sc.request_decode_tok_s.p50 is None else f"{sc.request_decode_tok_s.p50:.1f}",
-                     _ms(sc.ttft_s.p50), _ms(sc.ttft_s.p99), _ms(sc.tpot_s.p50), _ms(sc.itl_s.p50), _ms(sc.itl_s.p99),
-                     _ms(sc.e2e_s.p50), spec_text, md_text(errors)])
-    return rows
-
-
-THROUGHPUT_HEADER = ["scenario", "load", "done", "output tok/s", "decode tok/s per request (p50)", "TTFT p50 ms",
-                     "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms", "E2E p50 ms",
-                     "spec acceptance length (rate)", "errors"]
-
-
 def _drift_section(run: RunResult) -> list[str]:
     rows = []
     for cid in run.cell_order:
@@ -206,20 +181,6 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
     for cell in bad[:limit]:
         lines.append(f"- `{cell.id}` **{cell.status}**: {md_text(cell.reason or '', 160)}")
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _throughput_section(run: RunResult) -> list[str]:
-    rows = []
-    for cid in run.cell_order:
-        cell = run.cells.get(cid)
-        if cell is not None and cell.throughput:
-            rows += throughput_rows(cell.throughput, f"`{cid}`")
-    if not rows:
-        return []
-    return ["## Throughput", "",
-            "Output tokens counted from the server's usage, never from chunks; a chunk of k tokens gives k "
-            "inter-token gaps. Speculative acceptance is the engine's own figure over the scenario.", "",
-            markdown_table(["cell", *THROUGHPUT_HEADER], rows), ""]
 
 
 def _garbage_section(run: RunResult) -> list[str]:

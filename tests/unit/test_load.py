@@ -14,8 +14,9 @@ from evalharness.cli import main
 from evalharness.phases.throughput.client import LoadClient, run_scenario
 from evalharness.phases.throughput.sse import RequestRecord, ingest_block
 from evalharness.phases.throughput.sse import StreamState as _StreamState
-from evalharness.phases.throughput.stats import chunk_token_counts, request_timings
+from evalharness.phases.throughput.stats import chunk_token_counts, request_timings, summarize
 from evalharness.records.measures import percentiles
+from evalharness.render.throughput import ITL_NOTE, THROUGHPUT_HEADER, throughput_rows
 from evalharness.serving.host import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,6 +43,32 @@ def test_a_chunk_of_k_tokens_gives_k_gaps():
     gaps, tpot, rate = request_timings(record, [2, 4, 1])
     assert gaps == pytest.approx([0.1] * 5)
     assert tpot == pytest.approx(0.5 / 5) and rate == pytest.approx(10.0)
+
+
+def test_a_chunk_carrying_zero_tokens_keeps_the_time_before_it():
+    """Issue 13.7: the inter-token gaps of a request add up to its decode time, whatever a chunk carried."""
+    # first token at 0.2 s, a chunk with nothing in it at 0.6 s, the second token at 1.0 s: 0.8 s of decode
+    record = RequestRecord(start=0.0, end=1.0, ttft=0.2, chunk_times=[0.2, 0.6, 1.0])
+    gaps, tpot, _ = request_timings(record, [1, 0, 1])
+    assert sum(gaps) == pytest.approx(0.8) and gaps == pytest.approx([0.8])
+    assert tpot == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("chunk_tokens,completion,source", [
+    ([1, 3, 4], 8, "usage"),          # the server counted every chunk
+    ([None, None, None], 8, "spread"),  # usage only at the end: its total spread evenly over the chunks
+    ([None], 8, "usage"),             # one chunk: nothing to spread
+])
+def test_usage_only_at_the_end_is_recorded_as_spread_and_marked_in_the_table(chunk_tokens, completion, source):
+    """Issue 13.7: a total spread over the chunks says `spread`, and the table marks its ITL as interpolated."""
+    times = [0.1 * (i + 1) for i in range(len(chunk_tokens))]
+    record = RequestRecord(start=0.0, end=times[-1], ttft=times[0], ok=True, chunk_times=times,
+                           chunk_tokens=chunk_tokens, completion_tokens=completion)
+    result = summarize("s", [record], concurrency=1, request_rate=None, input_len=8, output_len=8)
+    assert result.token_sources == {source: 1}
+    [row] = throughput_rows([result])
+    itl_p50 = row[THROUGHPUT_HEADER.index("ITL p50 ms")]
+    assert itl_p50.startswith("≈") == (source == "spread") and ITL_NOTE.startswith("≈")
 
 
 def _event(text, count=None, prompt=7):
@@ -125,13 +152,14 @@ def _measure(url, concurrency=4, requests=8, output_len=128):
     return result, httpx.get(f"{url}/truth").json()
 
 
-@pytest.mark.parametrize("null_server,k", [
-    (["--tokens-per-chunk", "1", "--token-rate", "200"], 1),
-    (["--tokens-per-chunk", "2", "--token-rate", "200"], 2),
-    (["--tokens-per-chunk", "4", "--token-rate", "200"], 4),
-    (["--tokens-per-chunk", "4", "--token-rate", "200", "--no-continuous-usage"], 4),
+@pytest.mark.parametrize("null_server,k,source", [
+    (["--tokens-per-chunk", "1", "--token-rate", "200"], 1, "usage"),
+    (["--tokens-per-chunk", "2", "--token-rate", "200"], 2, "usage"),
+    (["--tokens-per-chunk", "4", "--token-rate", "200"], 4, "usage"),
+    # usage only at the end: the total is exact, the tokens per chunk are spread (right here: the truth is even)
+    (["--tokens-per-chunk", "4", "--token-rate", "200", "--no-continuous-usage"], 4, "spread"),
 ], indirect=["null_server"])
-def test_throughput_matches_the_truth_whatever_the_chunking(null_server, k):
+def test_throughput_matches_the_truth_whatever_the_chunking(null_server, k, source):
     # long enough (about 4 s) that a few milliseconds of connection set-up on a busy machine stay far below 1%
     result, truth = _measure(null_server, concurrency=4, requests=12, output_len=256)
     assert result.completed == 12 and result.output_tokens == truth["tokens"] == 12 * 256
@@ -142,7 +170,7 @@ def test_throughput_matches_the_truth_whatever_the_chunking(null_server, k):
     assert result.itl_s.mean == pytest.approx(0.005, rel=0.05)
     assert result.tpot_s.p50 == pytest.approx(0.005, rel=0.05)
     assert result.request_decode_tok_s.p50 == pytest.approx(200, rel=0.05)
-    assert result.token_sources == {"usage": 12}
+    assert result.token_sources == {source: 12}
 
 
 @pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "2", "--no-usage"]], indirect=True)

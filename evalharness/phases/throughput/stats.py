@@ -4,9 +4,13 @@ token.
 Speculative decoding sends several tokens in one streamed chunk, so counting chunks overstates nothing less than the
 speed itself, and timing one gap per chunk overstates inter-token latency by the acceptance length. Here:
 - output tokens come from the server's usage (per chunk where the engine sends continuous usage); where a chunk's own
-  count is unknown, the request's usage total is spread evenly over its chunks; never the chunks themselves;
-- a chunk carrying k tokens after a gap g contributes k inter-token gaps of g/k; the first chunk's tokens belong to
-  the time to first token;
+  count is unknown, the request's usage total is spread evenly over its chunks; never the chunks themselves. The
+  request's token source says which: `usage` (per-chunk counts from the server), `spread` (the usage total spread
+  over the chunks: its inter-token latencies are interpolated), `tokenizer` (no usage at all: the engine's tokenizer
+  counted the text, spread the same way);
+- a chunk carrying k tokens contributes k inter-token gaps of g/k, where g is the time since the last chunk that
+  carried tokens (a chunk of zero tokens moves no clock: the time before it belongs to the next token); the first
+  chunk's tokens belong to the time to first token;
 - TPOT is (end-to-end - TTFT) / (tokens after the first chunk), and per-request decode tokens/s is its inverse.
 """
 
@@ -30,15 +34,28 @@ def chunk_token_counts(record: RequestRecord) -> list[int] | None:
     return [base + (1 if i < extra else 0) for i in range(n)]
 
 
+def token_source(record: RequestRecord) -> str:
+    """Where a request's per-chunk token counts came from: 'usage' (the server counted each chunk, or there was at
+    most one chunk), 'spread' (the server's usage total spread evenly over the chunks, so the inter-token latencies
+    are interpolated) or 'tokenizer' (no usage: the engine's tokenizer counted the text, spread the same way)."""
+    if record.token_source != "usage":
+        return record.token_source
+    n = len(record.chunk_times)
+    known = len(record.chunk_tokens) == n and all(k is not None for k in record.chunk_tokens)
+    return "usage" if known or n <= 1 else "spread"
+
+
 def request_timings(record: RequestRecord, counts: list[int]) -> tuple[list[float], float | None, float | None]:
     """(inter-token gaps, TPOT, decode tokens/s) of one request: a chunk of k tokens after gap g gives k gaps of g/k."""
     gaps: list[float] = []
-    for i in range(1, len(record.chunk_times)):
+    times = record.chunk_times
+    last = times[0] if times else 0.0  # the first chunk starts the clock, whatever it carried
+    for i in range(1, len(times)):
         k = counts[i]
         if k <= 0:
-            continue
-        gap = record.chunk_times[i] - record.chunk_times[i - 1]
-        gaps.extend([gap / k] * k)
+            continue  # nothing arrived: the gap runs on to the next chunk that carries tokens
+        gaps.extend([(times[i] - last) / k] * k)
+        last = times[i]
     after_first = sum(counts[1:])
     if after_first <= 0 or record.ttft is None:
         return gaps, None, None
@@ -68,7 +85,8 @@ def summarize(name: str, records: list[RequestRecord], *, concurrency: int | Non
         output_tokens += tokens
         prompt_tokens += r.prompt_tokens or 0
         chunks += len(r.chunk_times)
-        sources[r.token_source] = sources.get(r.token_source, 0) + 1
+        source = token_source(r)
+        sources[source] = sources.get(source, 0) + 1
         if r.ttft is not None:
             ttfts.append(r.ttft)
         e2es.append(r.end - r.start)

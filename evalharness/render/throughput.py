@@ -1,0 +1,67 @@
+"""The throughput table of the report and of `evalharness bench`: one row per scenario, with the marks that say how
+a figure was obtained (interpolated inter-token latency)."""
+
+from __future__ import annotations
+
+from evalharness.records.measures import ScenarioResult
+from evalharness.records.run import RunResult
+from evalharness.render.markdown import markdown_table, md_text
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value * 1000:.1f}"
+
+
+def throughput_rows(scenarios: list[ScenarioResult], label: str = "") -> list[list[str]]:
+    """Table rows for scenario results (shared by the report and `evalharness bench`)."""
+    rows = []
+    for sc in scenarios:
+        mode = f"c={sc.concurrency}" if sc.concurrency else f"{sc.request_rate}/s"
+        spec = sc.engine.get("spec_mean_acceptance_length")
+        rate = sc.engine.get("spec_acceptance_rate")
+        spec_text = "" if spec is None else f"{spec:.2f}" + (f" ({rate:.0%})" if rate is not None else "")
+        errors = ", ".join(f"{k} {v}" for k, v in sc.errors.items())
+        itl = ITL_INTERPOLATED if sc.itl_interpolated() else ""
+        rows.append([*([label] if label else []), md_text(sc.name), mode, f"{sc.completed}/{sc.requests}",
+                     f"{sc.output_tok_s:.1f}",
+                     "" if sc.request_decode_tok_s.p50 is None else f"{sc.request_decode_tok_s.p50:.1f}",
+                     _ms(sc.ttft_s.p50), _ms(sc.ttft_s.p99), _ms(sc.tpot_s.p50), _marked(itl, _ms(sc.itl_s.p50)),
+                     _marked(itl, _ms(sc.itl_s.p99)), _ms(sc.e2e_s.p50), spec_text, md_text(errors)])
+    return rows
+
+
+ITL_INTERPOLATED = "≈"
+ITL_NOTE = ("≈ marks interpolated inter-token latency: the engine sent no per-chunk usage (only a total at the end, "
+            "or none, counted by its tokenizer), so each request's tokens were spread evenly over its chunks.")
+
+
+def _marked(mark: str, text: str) -> str:
+    return f"{mark}{text}" if text and mark else text
+
+
+def throughput_notes(scenarios: list[ScenarioResult]) -> list[str]:
+    """What the throughput table's marks mean, for the scenarios that carry one."""
+    return [ITL_NOTE] if any(sc.itl_interpolated() for sc in scenarios) else []
+
+
+THROUGHPUT_HEADER = ["scenario", "load", "done", "output tok/s", "decode tok/s per request (p50)", "TTFT p50 ms",
+                     "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms", "E2E p50 ms",
+                     "spec acceptance length (rate)", "errors"]
+
+
+def throughput_section(run: RunResult) -> list[str]:
+    rows = []
+    scenarios = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is not None and cell.throughput:
+            rows += throughput_rows(cell.throughput, f"`{cid}`")
+            scenarios += cell.throughput
+    if not rows:
+        return []
+    notes = " ".join(throughput_notes(scenarios))
+    return ["## Throughput", "",
+            "Output tokens counted from the server's usage, never from chunks; a chunk of k tokens gives k "
+            "inter-token gaps. Speculative acceptance is the engine's own figure over the scenario, from the "
+            "measured requests only (read after the warm-up)." + (" " + notes if notes else ""), "",
+            markdown_table(["cell", *THROUGHPUT_HEADER], rows), ""]
