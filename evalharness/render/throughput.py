@@ -20,6 +20,9 @@ def throughput_rows(scenarios: list[ScenarioResult], label: str = "") -> list[li
         spec = sc.engine.get("spec_mean_acceptance_length")
         rate = sc.engine.get("spec_acceptance_rate")
         spec_text = "" if spec is None else f"{spec:.2f}" + (f" ({rate:.0%})" if rate is not None else "")
+        since_start = sc.engine.get("spec_acceptance_length_since_start")
+        if spec is None and since_start is not None:  # SGLang refused the reset: not this scenario's own figure
+            spec_text = f"{since_start:.2f} since startup (not reset)"
         errors = ", ".join(f"{k} {v}" for k, v in sc.errors.items())
         itl = ITL_INTERPOLATED if sc.itl_interpolated() else ""
         rows.append([*([label] if label else []), md_text(sc.name), mode, f"{sc.completed}/{sc.requests}",

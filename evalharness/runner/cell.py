@@ -177,12 +177,18 @@ def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: 
         client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
                             timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
                             tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after)
-        with httpx.Client(timeout=10.0) as http:
-            before = engine.before_load(http, plan)
+        before: dict[str, float] = {}
+
+        def read_counters() -> None:
+            # after the warm-up: the engine's before/after delta (and SGLang's flush) covers the measured requests only
+            with httpx.Client(timeout=10.0) as http:
+                before.update(engine.before_load(http, plan))
+
         result = run_scenario(client, name=scenario.name, concurrency=scenario.concurrency,
                               request_rate=scenario.request_rate, input_len=scenario.input_len,
                               output_len=scenario.output_len, requests=scenario.requests,
-                              duration_s=scenario.duration_s, warmup=scenario.warmup_requests)
+                              duration_s=scenario.duration_s, warmup=scenario.warmup_requests,
+                              after_warmup=read_counters)
         state.throughput.append(result)
         if not alive():
             raise ServerDied(f"the server exited during throughput scenario {scenario.name}")

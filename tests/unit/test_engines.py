@@ -69,3 +69,22 @@ def test_differences_mark_what_no_flag_asked_for():
     assert [(d.key, d.asked) for d in diffs] == [("attention_backend", False), ("args.dtype", True),
                                                  ("engine.dtype", True)]
     assert json.loads(diffs[0].model_dump_json())["reference"] == "fa3"
+
+
+@pytest.mark.parametrize("flush_status,expected", [
+    (200, {"spec_mean_acceptance_length": 2.5}),
+    # /flush_cache refused (requests still queued): the cumulative figure is not the scenario's, and says so
+    (400, {"spec_acceptance_length_since_start": 2.5}),
+])
+def test_sglang_acceptance_is_the_scenarios_only_when_the_flush_reset_it(flush_status, expected):
+    import httpx
+
+    def answer(request):
+        if request.url.path == "/flush_cache":
+            return httpx.Response(flush_status)
+        return httpx.Response(200, json={"internal_states": [{"avg_spec_accept_length": 2.5}]})
+
+    engine = ENGINES["sglang"]
+    plan = engine.launch_plan(Matrix(name="t", engine="sglang", model="/m"), _cell(), 30000, "/out")
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        assert engine.after_load(client, plan, engine.before_load(client, plan)) == expected

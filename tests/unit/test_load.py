@@ -198,6 +198,42 @@ def test_bench_command(null_server, tmp_path, capsys):
     assert [s["name"] for s in saved] == ["c1", "c4"] and saved[1]["output_tokens"] == 8 * 64
 
 
+class _FinishedRequestsEngine:
+    """Stands in for an engine's speculative-decoding counters (vLLM's /metrics, SGLang's cumulative acceptance): the
+    null server's own count of the requests it finished, read before and after a scenario."""
+
+    name = "null"
+
+    @staticmethod
+    def _finished(client, plan):
+        return float(client.get(f"{plan.root_url}/truth").json()["requests"])
+
+    def before_load(self, client, plan):
+        return {"finished": self._finished(client, plan)}
+
+    def after_load(self, client, plan, before):
+        return {"requests_counted": self._finished(client, plan) - before["finished"]}
+
+
+@pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "2", "--token-rate", "2000"]], indirect=True)
+def test_speculative_acceptance_counts_the_measured_requests_not_the_warmup(null_server, tmp_path):
+    """Issue 13.6: the engine's counters are read after the warm-up, so their delta covers the measured requests."""
+    from evalharness.matrix.schema import Cell, Matrix
+    from evalharness.runner.cell import CellRun, _throughput_phase
+    from evalharness.runner.progress import Progress
+    from evalharness.serving.engines import LaunchPlan
+
+    httpx.post(f"{null_server}/truth/reset")
+    matrix = Matrix(name="t", engine="vllm", model="null", throughput={"scenarios": [
+        {"name": "s", "concurrency": 1, "input_len": 8, "output_len": 16, "requests": 3, "warmup_requests": 2}]})
+    plan = LaunchPlan(argv=["null"], env={}, root_url=null_server, base_url=f"{null_server}/v1",
+                      health_path="/health", served_model_name="null")
+    state = CellRun(Cell(id="c", axes={}, args={}, env={}, settings_hash="h"), plan, tmp_path)
+    _throughput_phase(matrix, _FinishedRequestsEngine(), state, Progress(total=1), lambda: True)
+    [scenario] = state.throughput
+    assert scenario.completed == 3 and scenario.engine == {"requests_counted": 3.0}  # not 5: the warm-up's 2 excluded
+
+
 class _Stop(Exception):
     pass
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from evalharness.phases.retries import TimeoutStreak
@@ -127,12 +127,17 @@ class LoadClient:
 
     async def run(self, *, requests: int | None, duration_s: float | None, concurrency: int | None,
                   request_rate: float | None, input_len: int, output_len: int, warmup: int = 1,
-                  seed: int = 0) -> tuple[list[RequestRecord], list[RequestRecord]]:
+                  seed: int = 0, after_warmup: Callable[[], None] | None = None,
+                  ) -> tuple[list[RequestRecord], list[RequestRecord]]:
         """(warm-up records, measured records). Concurrency mode keeps N requests in flight; rate mode sends Poisson
-        arrivals. Stops after `requests` measured requests, or when `duration_s` has passed (whichever is set)."""
+        arrivals. Stops after `requests` measured requests, or when `duration_s` has passed (whichever is set).
+        `after_warmup` runs once the warm-up requests are done and before the first measured one, with nothing in
+        flight: where the engine's own counters are read, so their delta covers exactly the measured requests."""
         session = StreamClient(self.base_url, timeout_s=self.timeout_s)
         try:
             warm = [await self.one(session, synthetic_prompt(input_len, seed + i), output_len) for i in range(warmup)]
+            if after_warmup is not None:
+                after_warmup()  # blocking on purpose: no request may start before the counters are read
             total = requests if requests is not None else 10**9
             deadline = time.perf_counter() + duration_s if duration_s else None
             measured: list[RequestRecord] = []
@@ -177,11 +182,12 @@ def run_loop(coroutine):
 
 def run_scenario(client: LoadClient, *, name: str, concurrency: int | None, request_rate: float | None,
                  input_len: int, output_len: int, requests: int | None, duration_s: float | None,
-                 warmup: int) -> ScenarioResult:
+                 warmup: int, after_warmup: Callable[[], None] | None = None) -> ScenarioResult:
+    """One scenario: warm-up, then `after_warmup` (read the engine's counters), then the measured requests."""
     if requests is None and duration_s is None:
         requests = max(8, 4 * (concurrency or 1))
     _, measured = run_loop(client.run(requests=requests, duration_s=duration_s, concurrency=concurrency,
                                          request_rate=request_rate, input_len=input_len, output_len=output_len,
-                                         warmup=warmup))
+                                         warmup=warmup, after_warmup=after_warmup))
     return summarize(name, measured, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                      output_len=output_len)

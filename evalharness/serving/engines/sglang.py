@@ -76,17 +76,22 @@ class SglangEngine:
         return {k: v for k, v in flatten(info).items() if not _VOLATILE.match(k)}
 
     def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
-        # avg_spec_accept_length is cumulative since start; /flush_cache (idle server) resets it, so the figure read
-        # after the scenario is the scenario's own.
+        # avg_spec_accept_length is cumulative since start; /flush_cache (idle server: the runner calls this after the
+        # warm-up, with nothing in flight) resets it, so the figure read after the scenario is the scenario's own.
         try:
-            client.post(f"{plan.root_url}/flush_cache")
+            flushed = client.post(f"{plan.root_url}/flush_cache").status_code == 200
         except httpx.HTTPError:
-            pass
-        return {}
+            flushed = False
+        return {"flushed": 1.0 if flushed else 0.0}
 
     def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
         info = get_json(client, f"{plan.root_url}/server_info") or get_json(client, f"{plan.root_url}/get_server_info")
         states = (info or {}).get("internal_states") or []
         lengths = [s.get("avg_spec_accept_length") for s in states if isinstance(s, dict)]
         lengths = [v for v in lengths if isinstance(v, (int, float))]
-        return {"spec_mean_acceptance_length": sum(lengths) / len(lengths)} if lengths else {}
+        if not lengths:
+            return {}
+        mean = sum(lengths) / len(lengths)
+        if not before.get("flushed"):  # not reset: the figure covers every request since startup, not this scenario
+            return {"spec_acceptance_length_since_start": mean}
+        return {"spec_mean_acceptance_length": mean}
