@@ -281,5 +281,8 @@ def _crashes_section(run: RunResult) -> list[str]:
             out.append(code_block(cell.crash.excerpt))
         elif cell.reason:
             out.append(md_text(cell.reason, 1000))
+        if cell.teardown is not None and cell.teardown.leftover:
+            out += ["", f"**Engine processes left behind after teardown**: {cell.teardown.leftover} (the next cell "
+                        "ran beside them)."]
         out += ["", f"Full log: `{cell.log}`" if cell.log else "", ""]
     return out

@@ -293,10 +293,23 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
                 held = [a - b for a, b in zip(state.teardown.gpu_memory_after_mib or [], gpu_before or [])]
                 if any(h > 1024 for h in held):
                     progress.message(f"[bold red]GPU memory not released after teardown: {held} MiB more per GPU[/]")
-                    state.reason = f"{state.reason + '; ' if state.reason else ''}GPU memory not released: {held} MiB"
                 if torn.leftover:
                     progress.message(f"[bold red]engine processes left behind after teardown: {torn.leftover}[/]")
-                    state.status = "error"
-                    state.reason = f"{state.reason or state.status}; engine processes left behind: {torn.leftover}"
+                state.status, state.reason = after_teardown(state.status, state.reason, torn.leftover, held)
     INTERRUPT.raise_pending()  # a signal that came during teardown: the cell is not finished, do not record it
     return state.result(engine)
+
+
+def after_teardown(status: str, reason: str | None, leftover: list[int], held_mib: list[int],
+                   slack_mib: int = 1024) -> tuple[str, str | None]:
+    """A cell's status and reason once its server is torn down (pure). What teardown left (processes, GPU memory)
+    is added to the reason; it never replaces a more specific verdict: a crashed, garbage or timed-out cell keeps its
+    status, and only a cell that was ok becomes error, because its machine is no longer clean for the next cell."""
+    found = []
+    if any(h > slack_mib for h in held_mib):
+        found.append(f"GPU memory not released after teardown: {held_mib} MiB more per GPU")
+    if leftover:
+        found.append(f"engine processes left behind after teardown: {leftover}")
+        if status == "ok":
+            status = "error"
+    return status, "; ".join([*([reason] if reason else []), *found]) or None

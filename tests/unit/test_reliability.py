@@ -192,3 +192,46 @@ def test_no_process_is_started_through_a_shell():
                 if shell or name in ("os.system", "os.popen", "subprocess.getoutput", "subprocess.getstatusoutput"):
                     offenders.append(f"{path.name}:{node.lineno}: {name}")
     assert offenders == []
+
+
+LEFT = "engine processes left behind after teardown: [4242]"
+
+
+@pytest.mark.parametrize("status,reason,leftover,held,expected", [
+    ("crashed", "out_of_memory: CUDA out of memory", [4242], [], ("crashed", f"out_of_memory: CUDA out of memory; {LEFT}")),
+    ("garbage", "12/12 probe outputs marked", [4242], [], ("garbage", f"12/12 probe outputs marked; {LEFT}")),
+    ("timeout", "not ready after 900s", [4242], [], ("timeout", f"not ready after 900s; {LEFT}")),
+    ("ok", None, [4242], [], ("error", LEFT)),  # what it measured stands, but the next cell ran beside the leftovers
+    ("ok", None, [], [], ("ok", None)),
+    ("ok", None, [], [80_000], ("ok", "GPU memory not released after teardown: [80000] MiB more per GPU")),
+])
+def test_leftover_processes_are_recorded_without_replacing_a_more_specific_status(status, reason, leftover, held,
+                                                                                    expected):
+    """Issue 13.5 (the rule): a crash stays a crash; only an ok cell becomes error, and no reason reads 'error; ...'."""
+    from evalharness.runner.cell import after_teardown
+
+    assert after_teardown(status, reason, leftover, held) == expected
+
+
+def test_a_crashed_cell_with_leftover_processes_stays_crashed(tmp_path, monkeypatch):
+    """Issue 13.5 (through run_cell): an engine that dies at startup and leaves a process behind is still `crashed`,
+    with its own reason first and the leftover said after it."""
+    from evalharness.matrix.schema import Cell, Matrix
+    from evalharness.runner.cell import run_cell
+    from evalharness.runner.progress import Progress
+    from evalharness.serving.engines import ENGINES
+
+    crash = "import sys; print('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'); sys.exit(1)"
+    matrix = Matrix(name="t", engine="vllm", model="m", command=[sys.executable, "-c", crash],
+                    timeouts={"startup_s": 30, "teardown_grace_s": 2})
+    stop = ServerProcess.stop
+
+    def stop_leaving_one(self, grace_s=30.0):
+        return stop(self, grace_s).model_copy(update={"leftover": [4242]})
+
+    monkeypatch.setattr(ServerProcess, "stop", stop_leaving_one)
+    cell = Cell(id="c", axes={}, args={}, env={}, settings_hash="h")
+    result = run_cell(matrix, cell, ENGINES["vllm"], tmp_path, Progress(total=1), "c")
+    assert result.status == "crashed" and result.crash.kind == "out_of_memory"
+    assert result.reason.startswith("out_of_memory: ") and result.reason.endswith(LEFT)
+    assert result.teardown.leftover == [4242]

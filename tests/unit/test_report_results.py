@@ -56,6 +56,18 @@ def test_report_lists_every_cell_with_reasons_and_differences():
     assert "````text\nTraceback" in text  # the excerpt's own fence cannot close ours
 
 
+def test_leftover_processes_of_a_crashed_cell_are_in_the_report():
+    """Issue 13.5: a crash keeps its excerpt, and what teardown left behind is said beside it."""
+    from evalharness.records.run import TeardownRecord
+
+    crash = _cell("boom", status="crashed", reason="out_of_memory: OOM",
+                  crash=CrashReason(kind="out_of_memory", line="OOM", excerpt="OOM"),
+                  teardown=TeardownRecord(seconds=1.0, leftover=[4242]))
+    text = render_markdown(_run([_cell("ref"), crash]))
+    assert "### `boom`: crashed at startup" in text
+    assert "**Engine processes left behind after teardown**: [4242]" in text
+
+
 def test_atomic_write_leaves_no_temporary_files(tmp_path):
     atomic_write_text(tmp_path / "r.json", "{}")
     atomic_write_text(tmp_path / "r.json", '{"a": 1}')
