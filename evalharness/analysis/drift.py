@@ -13,6 +13,7 @@ from evalharness.analysis.pairing import pair, sample_scores
 from evalharness.analysis.stats import mcnemar_exact, paired_bootstrap, topk_kl
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
 from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift
+from evalharness.records.io import ResultsError
 from evalharness.records.measures import ProbeOutput, Scored, TaskScore, percentiles
 from evalharness.records.run import RunResult
 
@@ -124,5 +125,5 @@ def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> Non
         if cell.status in ("ok", "garbage") and cid != run.reference:
             try:
                 cell.drift = cell_drift(run, cid, out_dir)
-            except (OSError, ValueError) as exc:  # a damaged sample file must not stop the run
+            except (OSError, ValueError, ResultsError) as exc:  # a damaged sample file must not stop the run
                 run.notes.append(f"drift of {cid} could not be computed: {exc}")

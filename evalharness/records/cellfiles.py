@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from evalharness.records.io import ResultsError
 from evalharness.records.measures import ProbeOutput, Scored
+
+
+class CellFileError(ResultsError):
+    """A per-cell file that results.json names but that is missing or not what it should hold (bad input: exit 2)."""
 
 
 def save_probe_outputs(path: Path, outputs: list[ProbeOutput]) -> None:
@@ -35,6 +40,28 @@ def load_scored(path: Path) -> list[Scored]:
     return [Scored.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+SAMPLES_EXPECTED = "one JSON object per line, lm-eval's per-sample record (doc_id, doc_hash, metrics)"
+
+
 def load_samples(path: Path) -> list[dict]:
-    """lm-eval's per-sample rows of one task, in file order."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """lm-eval's per-sample rows of one task, in file order. Raises CellFileError naming the file (and the line)
+    when it is missing, unreadable or holds something else."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CellFileError(f"{path}: no such file; results.json names it as a task's samples, expected "
+                            f"{SAMPLES_EXPECTED}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CellFileError(f"{path}: cannot read the task's samples: {exc}") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict):
+            raise CellFileError(f"{path}:{number}: not a sample record; expected {SAMPLES_EXPECTED}")
+        rows.append(row)
+    return rows

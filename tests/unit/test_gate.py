@@ -119,3 +119,26 @@ def test_cli_exit_codes_and_round_trip(tmp_path, baseline, capsys):
     assert json.loads((tmp_path / "b2.json").read_text())["cells"]["ref"]["tasks"]["t"]["version"] == 1.0
     with pytest.raises(GateError):
         make_baseline(_run(tmp_path / "x", {"ref": [1]}), tmp_path / "x", ["missing"], Thresholds())
+
+
+@pytest.mark.parametrize("damage,expected", [
+    (None, "no such file"),                       # deleted
+    ("{not json\n", ":1: not a sample record"),   # cut or corrupted
+    ('{"doc_id": 0}\n[1, 2]\n', ":2: not a sample record"),  # valid JSON, not a record
+])
+def test_gate_on_a_missing_or_corrupt_samples_file_exits_2_naming_the_file(tmp_path, baseline, capsys, damage,
+                                                                            expected):
+    """Issue 13.4: bad input is exit 2 with one message naming the file and what it should hold, never a traceback
+    and never exit 1 (which means violations)."""
+    path = tmp_path / "baseline.json"
+    save_baseline(baseline, path)
+    _run(tmp_path / "run", {"ref": [1] * 160 + [0] * 40})
+    samples = tmp_path / "run" / "cells" / "ref" / "quality" / "t" / "samples.jsonl"
+    if damage is None:
+        samples.unlink()
+    else:
+        samples.write_text(damage)
+    assert main(["gate", str(tmp_path / "run"), "--baseline", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"evalharness: error: {samples}") and expected in err and "expected one JSON object" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
