@@ -9,6 +9,8 @@ analysis/pairing.py), the throughput per scenario, and the versions. `gate` pair
 - flips: more right-to-wrong answers than `max_flips`;
 - KLD: the run's own mean KL divergence against its reference cell above `max_kld`;
 - throughput: run / baseline below `min_throughput_ratio` (compare on the same kind of machine);
+- coverage: the run must cover what the baseline covers: every task, every document of each task (a run that scored
+  3 of the baseline's 200 documents says nothing about the other 197), and, when throughput is gated, every scenario;
 - a task whose version changed is refused rather than compared; a gated cell that crashed or served garbage fails.
 """
 
@@ -96,6 +98,11 @@ def check(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[str, 
                                   f"{limits.max_kld}")
         if limits.min_throughput_ratio is not None:
             measured = {s.name: s.output_tok_s for s in cell.throughput}
+            missing = [name for name in base.throughput if name not in measured]
+            if missing:
+                violations.append(f"{run_id}: throughput scenario(s) {', '.join(missing)} of the baseline not in this "
+                                  f"run ({len(base.throughput) - len(missing)} of the baseline's "
+                                  f"{len(base.throughput)} scenarios measured)")
             for name, before in base.throughput.items():
                 if name in measured and before > 0 and measured[name] / before < limits.min_throughput_ratio:
                     violations.append(f"{run_id}: throughput {name} {measured[name]:.1f} tok/s is "
@@ -105,20 +112,23 @@ def check(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[str, 
 
 
 def _task_violations(run_id: str, task: str, expected: BaselineTask, score: TaskScore | None, run_dir: Path, limits: Thresholds) -> list[str]:
+    total = len(expected.correct)
     if score is None or score.error or not score.samples:
-        return [f"{run_id}: task {task} has no result in this run"]
+        return [f"{run_id}: task {task} has no result in this run (the baseline scored {total} documents)"]
     if score.version != expected.version:
         return [f"{run_id}: task {task} is version {score.version}, the baseline's is {expected.version}: "
                 "refusing to compare; save a new baseline"]
     paired = pair(expected.correct, sample_scores(run_dir / score.samples, score.metric))
     n = len(paired.before)
+    out = []
+    if n < total:
+        out.append(coverage_violation(run_id, task, n, total))
     if not n:
-        return [f"{run_id}: task {task}: no sample pairs with the baseline (different documents?)"]
+        return out
     before, after = sum(paired.before) / n, sum(paired.after) / n
     lost, gained = paired.right_to_wrong, paired.wrong_to_right
     p = mcnemar_exact(lost, gained)
     drop = before - after
-    out = []
     where = f"{run_id}: task {task}: {after:.3f} vs baseline {before:.3f} on {n} paired samples"
     if limits.hard_accuracy_drop is not None and drop > limits.hard_accuracy_drop:
         out.append(f"{where}: drop {drop:.3f} exceeds the hard limit {limits.hard_accuracy_drop} "
@@ -130,3 +140,10 @@ def _task_violations(run_id: str, task: str, expected: BaselineTask, score: Task
     if limits.max_flips is not None and lost > limits.max_flips:
         out.append(f"{where}: {lost} answers went right->wrong (maximum {limits.max_flips})")
     return out
+
+
+def coverage_violation(run_id: str, task: str, paired: int, total: int) -> str:
+    """A task that covers fewer of the baseline's documents than the baseline did: what is missing was not checked."""
+    return (f"{run_id}: task {task}: scored {paired} of the baseline's {total} documents ({total - paired} missing: "
+            "not scored in this run, or their text changed); the gate cannot vouch for what it did not see: run "
+            "the same documents (the same quality.limit) or save a new baseline")

@@ -142,3 +142,24 @@ def test_gate_on_a_missing_or_corrupt_samples_file_exits_2_naming_the_file(tmp_p
     err = capsys.readouterr().err
     assert err.startswith(f"evalharness: error: {samples}") and expected in err and "expected one JSON object" in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_gate_fails_a_run_that_scored_fewer_documents_than_the_baseline(tmp_path, baseline):
+    """Issue 13.3: 3 of the baseline's 200 documents, all right, is not a pass: the other 197 were never checked."""
+    run = _run(tmp_path / "run", {"ref": [1, 1, 1]})
+    [violation] = check(run, tmp_path / "run", baseline)
+    assert "task t: scored 3 of the baseline's 200 documents (197 missing" in violation
+
+
+def test_gate_fails_a_run_missing_a_task_or_a_throughput_scenario(tmp_path, baseline):
+    """Issue 13.3: a baseline scenario absent from the run is a violation when throughput is gated, never skipped."""
+    baseline.cells["ref"].throughput["batch8"] = 60.0
+    baseline.cells["ref"].tasks["other"] = baseline.cells["ref"].tasks["t"].model_copy()
+    run = _run(tmp_path / "run", {"ref": [1] * 160 + [0] * 40})
+    assert check(run, tmp_path / "run", baseline) == [
+        "ref: task other has no result in this run (the baseline scored 200 documents)",
+        "ref: throughput scenario(s) batch8 of the baseline not in this run (1 of the baseline's 2 scenarios measured)",
+    ]
+    ungated = baseline.model_copy(update={"thresholds": Thresholds(min_throughput_ratio=None)})
+    assert check(run, tmp_path / "run", ungated) == [
+        "ref: task other has no result in this run (the baseline scored 200 documents)"]
