@@ -181,7 +181,7 @@ def _cell_mapping(items: list[str] | None) -> dict[str, str]:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from evalharness.analysis.drift import refresh_drift
-    from evalharness.analysis.gate import check, thresholds_for
+    from evalharness.analysis.gate import check, machine_warning, thresholds_for
     from evalharness.records.baseline import BaselineError, load_baseline
     from evalharness.records.io import ResultsError, load_run
 
@@ -194,12 +194,17 @@ def cmd_gate(args: argparse.Namespace) -> int:
     except (ResultsError, BaselineError) as exc:  # BaselineError covers GateError
         return _fail(str(exc))
     limits = thresholds_for(run, baseline)
+    warning = machine_warning(run, baseline)
+    if warning:
+        print(f"gate: warning: {warning}")
+    caveat = "; baseline from another kind of machine, see the warning" if warning else ""
     if violations:
-        print(f"gate: FAIL: {len(violations)} violation(s) against {args.baseline} ({limits.model_dump(exclude_none=True)})")
+        print(f"gate: FAIL: {len(violations)} violation(s) against {args.baseline} "
+              f"({limits.model_dump(exclude_none=True)}{caveat})")
         for line in violations:
             print(f"  - {line}")
         return 1
-    print(f"gate: pass against {args.baseline} ({limits.model_dump(exclude_none=True)})")
+    print(f"gate: pass against {args.baseline} ({limits.model_dump(exclude_none=True)}{caveat})")
     return 0
 
 

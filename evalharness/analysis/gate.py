@@ -22,7 +22,7 @@ from evalharness.analysis.pairing import pair, sample_scores
 from evalharness.analysis.stats import mcnemar_exact
 from evalharness.records.baseline import Baseline, BaselineCell, BaselineError, BaselineTask, Thresholds
 from evalharness.records.measures import TaskScore
-from evalharness.records.provenance import now_iso
+from evalharness.records.provenance import machine_kind, now_iso
 from evalharness.records.run import RunResult
 
 
@@ -49,7 +49,17 @@ def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresh
     return Baseline(created=now_iso(), matrix_name=run.meta.matrix_name, harness_version=run.meta.harness_version,
                     engine=run.meta.engine, engine_version=run.meta.engine_version,
                     lm_eval_version=run.meta.lm_eval_version, git_revision=run.meta.git_revision,
-                    thresholds=thresholds, cells=out)
+                    machine=run.meta.machine, thresholds=thresholds, cells=out)
+
+
+def machine_warning(run: RunResult, baseline: Baseline) -> str | None:
+    """A warning (not a violation) when the baseline was measured on another kind of machine, or on one not recorded:
+    throughput and even drift differ by processor and GPU (bf16 without native support is another computation)."""
+    here, there = machine_kind(run.meta.machine), machine_kind(baseline.machine)
+    if here == there and here != "unknown":
+        return None
+    return (f"the baseline was measured on {'an unrecorded machine' if there == 'unknown' else 'another kind of machine'}"
+            f": baseline on {there}, this run on {here}; throughput and drift may differ for that reason alone")
 
 
 def thresholds_for(run: RunResult, baseline: Baseline) -> Thresholds:

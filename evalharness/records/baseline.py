@@ -45,6 +45,8 @@ class Baseline(BaseModel):
     engine_version: str | None = None
     lm_eval_version: str | None = None
     git_revision: str | None = None
+    machine: dict[str, Any] = Field(default_factory=dict, description="the run's machine (provenance.machine_info); "
+                                    "empty in baselines saved before it was recorded")
     thresholds: Thresholds = Field(default_factory=Thresholds)
     cells: dict[str, BaselineCell]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from evalharness.analysis.pareto import pareto, scenario_throughput
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
+from evalharness.records.provenance import machine_kind
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.throughput import throughput_section
@@ -32,7 +33,8 @@ def render_markdown(run: RunResult) -> str:
         f"Run {state}; engine {md_text(meta.engine)} {md_text(meta.engine_version or '(version unknown)')}; "
         f"harness {md_text(meta.harness_version)} at {md_text(meta.git_revision or 'no git revision')}; "
         f"started {md_text(meta.started_at)} on {md_text(meta.machine.get('hostname', '?'))} "
-        f"({meta.machine.get('cpus', '?')} CPUs, {meta.machine.get('memory_gib', '?')} GiB)."
+        f"({meta.machine.get('cpus', '?')} CPUs, {meta.machine.get('memory_gib', '?')} GiB); "
+        f"measured on {md_text(machine_kind(meta.machine))}."
     )
     parts += ["", *pareto_section(run), "## Cells", ""]
     tasks = _task_names(run)
@@ -168,7 +170,8 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
     chart = pareto(run)
     points, scenario = chart.points, chart.scenario
     lines = [f"### evalharness: {md_text(run.meta.matrix_name)}", ""]
-    lines.append(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}")
+    lines.append(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; measured on "
+                 f"{md_text(machine_kind(run.meta.machine))}")
     lines.append("")
     if points:
         rows = []

@@ -19,7 +19,7 @@ from evalharness.matrix.schema import Cell, Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ProbeError, load_probes
 from evalharness.records.io import ResultsError, load_run, save_run
 from evalharness.records.masking import mask_args, mask_argv, mask_env
-from evalharness.records.provenance import git_revision, harness_versions, machine_info, now_iso
+from evalharness.records.provenance import git_revision, harness_versions, machine_info, machine_kind, now_iso
 from evalharness.records.run import RunMeta, RunResult
 from evalharness.render.outputs import render_all
 from evalharness.runner.cell import run_cell
@@ -84,6 +84,10 @@ def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
         run.cells = kept
         run.meta.started_at = previous.meta.started_at
         run.meta.engine_version = previous.meta.engine_version
+        before, now = machine_kind(previous.meta.machine), machine_kind(run.meta.machine)
+        if kept and before != now:
+            run.notes.append(f"Resumed on another kind of machine: {', '.join(sorted(kept))} measured on {before}, "
+                             f"the cells run now on {now}")
         if dropped:
             run.notes.append(f"Resumed: re-running cells whose settings changed or left the matrix: {', '.join(dropped)}")
     return run

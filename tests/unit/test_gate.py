@@ -163,3 +163,33 @@ def test_gate_fails_a_run_missing_a_task_or_a_throughput_scenario(tmp_path, base
     ungated = baseline.model_copy(update={"thresholds": Thresholds(min_throughput_ratio=None)})
     assert check(run, tmp_path / "run", ungated) == [
         "ref: task other has no result in this run (the baseline scored 200 documents)"]
+
+
+def test_gate_warns_when_the_baseline_came_from_another_kind_of_machine(tmp_path, baseline, capsys):
+    """Issue 13.8: a warning line, and a caveat on the verdict, never a failure; an old baseline says unknown."""
+    run = _run(tmp_path / "run", {"ref": [1] * 160 + [0] * 40})
+    run.meta.machine = {"cpu_model": "AMD EPYC 7B13", "cpu_flags": ["avx2", "fma"]}
+    save_run(run, tmp_path / "run")
+    path = tmp_path / "baseline.json"
+    for machine, warning in [
+        ({"cpu_model": "Intel Xeon 8480+", "cpu_flags": ["avx512f", "avx512_bf16"]},
+         "gate: warning: the baseline was measured on another kind of machine: baseline on Intel Xeon 8480+ "
+         "(avx512f avx512_bf16), this run on AMD EPYC 7B13 (avx2 fma)"),
+        ({}, "gate: warning: the baseline was measured on an unrecorded machine: baseline on unknown, "
+             "this run on AMD EPYC 7B13 (avx2 fma)"),
+        (run.meta.machine, None),
+    ]:
+        save_baseline(baseline.model_copy(update={"machine": machine}), path)
+        assert main(["gate", str(tmp_path / "run"), "--baseline", str(path)]) == 0
+        out = capsys.readouterr().out
+        if warning is None:
+            assert "warning" not in out and out.startswith("gate: pass")
+        else:
+            assert out.startswith(warning + "; throughput and drift may differ")
+            assert "\ngate: pass" in out and "see the warning" in out
+
+
+def test_a_saved_baseline_records_the_machine(tmp_path):
+    run = _run(tmp_path / "run", {"ref": [1, 0]})
+    run.meta.machine = {"cpu_model": "AMD EPYC 7B13", "cpu_flags": ["avx2"]}
+    assert make_baseline(run, tmp_path / "run", None, Thresholds()).machine == run.meta.machine

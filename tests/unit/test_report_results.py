@@ -98,3 +98,46 @@ def test_secrets_are_masked():
         "--speculative-num-draft-tokens", "2", "--max-new-tokens", "8"]
     assert mask_env({"DB_PASSWORD": "x", "SGLANG_ENABLE_JIT_DEEPGEMM": "1"}) == {"DB_PASSWORD": "***",
                                                                              "SGLANG_ENABLE_JIT_DEEPGEMM": "1"}
+
+
+EPYC = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse2 avx avx2 fma f16c\n"
+XEON = ("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n"
+        "flags\t\t: avx2 fma f16c avx512f avx512_bf16 avx512_fp16 avx512_vnni amx_tile amx_bf16 amx_int8\n")
+GRACE = "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd sve sve2 bf16 i8mm\nCPU implementer\t: 0x41\n"
+
+
+@pytest.mark.parametrize("cpuinfo,expected", [
+    (EPYC, {"cpu_model": "AMD EPYC 7B13", "cpu_flags": ["avx2", "fma", "f16c"]}),  # no native bf16
+    (XEON, {"cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "cpu_flags": [
+        "avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16",
+        "amx_int8"]}),
+    (GRACE, {"cpu_model": None, "cpu_flags": ["asimd", "sve", "sve2", "bf16", "i8mm"]}),
+    ("", {"cpu_model": None, "cpu_flags": []}),
+])
+def test_the_processor_model_and_its_numeric_flags_are_read_from_cpuinfo(cpuinfo, expected):
+    """Issue 13.8: which processor, and whether it computes bf16 natively."""
+    from evalharness.records.provenance import cpu_info
+
+    assert cpu_info(cpuinfo) == expected
+
+
+def test_gpu_model_and_driver_are_read_from_nvidia_smi():
+    from evalharness.records.provenance import gpu_info, machine_kind
+
+    gpus = gpu_info("NVIDIA H200, 570.124.06, 143771\nNVIDIA H200, 570.124.06, 143771\n")
+    assert gpus[0] == {"name": "NVIDIA H200", "driver": "570.124.06", "memory_mib": 143771}
+    assert machine_kind({"cpu_model": "x", "gpus": gpus}) == "2 x NVIDIA H200 (driver 570.124.06)"
+
+
+def test_the_report_says_which_processor_the_run_was_measured_on():
+    """Issue 13.8: report.md and summary.md name the processor (or GPUs), not only a count of CPUs; old runs say
+    unknown."""
+    from evalharness.records.provenance import cpu_info, machine_info
+    from evalharness.render.report import summary_markdown
+
+    run = _run([_cell("ref")])
+    run.meta.machine.update(cpu_info(EPYC))
+    kind = "AMD EPYC 7B13 (avx2 fma f16c)"
+    assert f"measured on {kind}." in render_markdown(run) and f"measured on {kind}" in summary_markdown(run)
+    assert "measured on unknown." in render_markdown(_run([_cell("ref")]))  # a run from before it was recorded
+    assert machine_info()["cpu_model"]  # this machine names its processor
