@@ -1,3 +1,9 @@
 """evalharness: serve a model under each candidate engine configuration, measure it, and report what each costs."""
 
 __version__ = "0.1.0"
+
+# The version of what the phases measure and how they judge it (probes and detectors, distribution scoring, the
+# lm-eval worker, token counting and latency statistics). It is part of every cell's settings hash, so bump it when
+# such code changes what a cell's record would say: `run --resume` then re-runs the cells measured by the old code
+# instead of mixing both in one report. Refactors that change no figure leave it alone.
+SCORING_VERSION = 2  # 2: zero-token chunks keep their time, speculative counters read after the warm-up (issue 13)

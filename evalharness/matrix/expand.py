@@ -8,6 +8,7 @@ import itertools
 import json
 from typing import Any
 
+import evalharness
 from evalharness.matrix.errors import SpecError
 from evalharness.matrix.schema import Cell, Matrix, Settings, unknown_name
 
@@ -17,13 +18,33 @@ def cell_id(axes: dict[str, str]) -> str:
     return ".".join(f"{axis}-{value}" for axis, value in axes.items()) or "base"
 
 
+# Matrix keys that do not change what a cell measures: a change to them keeps finished cells on `run --resume`.
+# Everything else is in the hash (a new key is measured until it is listed here): the launch (engine, model, served
+# name, command or base_url, the cell's merged args and env), the probes, the distribution prompts, the quality tasks
+# with their limit and options, the throughput scenarios, and SCORING_VERSION. The output folder is not in the matrix.
+NOT_MEASURED = {
+    "name", "description",      # labels
+    "axes", "exclude", "args", "env",  # the cell's own merged args and env stand for them
+    "reference",                # drift is recomputed from the saved files against whichever cell is the reference
+    "host", "port",             # where a server listens
+    "timeouts", "requests",     # how long to wait and how many failed requests a phase tolerates
+    "gate", "report",           # how results are judged and drawn afterwards
+}
+NOT_MEASURED_IN = {"quality": {"retries", "task_timeout_s"}}  # reruns of a failed task, and how long one may take
+
+
+def measured_settings(matrix: Matrix, args: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    """Everything that decides what one cell measures (pure): what its settings hash covers."""
+    data = matrix.model_dump(mode="json", exclude=NOT_MEASURED)
+    for section, keys in NOT_MEASURED_IN.items():
+        if data.get(section):
+            data[section] = {k: v for k, v in data[section].items() if k not in keys}
+    return {**data, "args": args, "env": env, "scoring_version": evalharness.SCORING_VERSION}
+
+
 def settings_hash(matrix: Matrix, args: dict[str, Any], env: dict[str, str]) -> str:
-    """A short hash of everything that decides what a cell serves, so a resumed run never reuses a stale result."""
-    payload = json.dumps(
-        {"engine": matrix.engine, "model": matrix.model, "command": matrix.command, "args": args, "env": env},
-        sort_keys=True,
-        default=str,
-    )
+    """A short hash of everything that decides what a cell measures, so a resumed run never reuses a stale result."""
+    payload = json.dumps(measured_settings(matrix, args, env), sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 

@@ -149,3 +149,73 @@ def test_validate_lists_cells(tmp_path, capsys):
     assert main(["validate", "--matrix", str(write(tmp_path, BASE))]) == 0
     out = capsys.readouterr().out
     assert "4 cells" in out and "dtype-bfloat16.spec-on" in out and '{"method":"ngram"}' in out
+
+
+MEASURED = {
+    "name": "t", "engine": "vllm", "model": "/m", "args": {"--max-model-len": 2048},
+    "axes": {"dtype": {"float32": {"description": "reference", "args": {"--dtype": "float32"}}}},
+    "quality": {"tasks": ["eh_copy", "eh_choice"], "limit": 20},
+    "throughput": {"scenarios": [{"name": "single", "concurrency": 1, "output_len": 64}]},
+    "report": {"throughput_scenario": "single"},
+}
+
+
+def _with(path: str, value):
+    import copy
+
+    data = copy.deepcopy(MEASURED)
+    *parents, key = path.split(".")
+    node = data
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    node[key] = value
+    return data
+
+
+@pytest.mark.parametrize("path,value,changes", [
+    # what a cell measures: a change re-runs the cell on --resume
+    ("quality.tasks", ["eh_copy"], True),
+    ("quality.limit", 200, True),
+    ("quality.concurrency", 1, True),            # batching changes greedy answers
+    ("quality.api", "chat", True),
+    ("throughput.scenarios.0.output_len", 128, True),
+    ("throughput.scenarios.0.warmup_requests", 3, True),
+    ("probes.max_tokens", 32, True),
+    ("probes.garbage_min_share", 0.9, True),
+    ("distribution.max_tokens", 16, True),
+    ("distribution.enabled", False, True),
+    ("args.--max-model-len", 4096, True),
+    ("model", "/other", True),
+    # what does not: labels, where a server listens, patience, and how results are judged and drawn afterwards
+    ("name", "renamed", False),
+    ("description", "words", False),
+    ("axes.dtype.float32.description", "other words", False),
+    ("port", 30000, False),
+    ("timeouts.startup_s", 60, False),
+    ("requests.retries", 5, False),
+    ("quality.retries", 0, False),
+    ("quality.task_timeout_s", 60, False),
+    ("report.drift_measure", "kld", False),
+    ("gate.max_accuracy_drop", 0.01, False),
+])
+def test_the_settings_hash_covers_everything_a_cell_measures_and_nothing_else(path, value, changes):
+    """Issue 13.2: changing the tasks, their limit, the scenarios or the probes changes the hash, so --resume re-runs
+    the cell instead of mixing old and new measurements in one report."""
+    from evalharness.matrix.expand import expand
+    from evalharness.matrix.schema import Matrix
+
+    [before] = expand(Matrix.model_validate(MEASURED))
+    [after] = expand(Matrix.model_validate(_with(path, value)))
+    assert (after.settings_hash != before.settings_hash) is changes
+
+
+def test_the_scoring_version_is_in_the_settings_hash(monkeypatch):
+    """Issue 13.2: bumping SCORING_VERSION re-runs every cell measured by the older code."""
+    import evalharness
+    from evalharness.matrix.expand import expand
+    from evalharness.matrix.schema import Matrix
+
+    [before] = expand(Matrix.model_validate(MEASURED))
+    monkeypatch.setattr(evalharness, "SCORING_VERSION", getattr(evalharness, "SCORING_VERSION", 0) + 1)
+    [after] = expand(Matrix.model_validate(MEASURED))
+    assert after.settings_hash != before.settings_hash
