@@ -24,6 +24,7 @@ from evalharness.records.masking import mask_args, mask_argv, mask_env
 from evalharness.records.measures import ProbeSummary, RequestTally, ScenarioResult, TaskScore
 from evalharness.records.provenance import now_iso
 from evalharness.records.run import CellResult, TeardownRecord
+from evalharness.runner.cellfolders import mark
 from evalharness.runner.progress import Progress
 from evalharness.runner.signals import INTERRUPT, Interrupted
 from evalharness.serving.engines import Engine, LaunchPlan
@@ -268,6 +269,7 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
     plan = engine.launch_plan(matrix, cell, port, str(run_dir.resolve()))
     state = CellRun(cell, plan, run_dir)
     state.cell_dir.mkdir(parents=True, exist_ok=True)
+    mark(state.cell_dir, cell)  # which settings this folder's files belong to (runner/cellfolders.py)
     gpu_before = gpu_memory_used_mib() if engine.name != "external" else None
     try:
         _serve(matrix, engine, state, progress, reference_id)

@@ -23,6 +23,7 @@ from evalharness.records.provenance import git_revision, harness_versions, machi
 from evalharness.records.run import RunMeta, RunResult
 from evalharness.render.outputs import render_all
 from evalharness.runner.cell import run_cell
+from evalharness.runner.cellfolders import set_aside_stale
 from evalharness.runner.progress import Progress
 from evalharness.runner.signals import INTERRUPT, Interrupted
 from evalharness.serving.engines import ENGINES, Engine
@@ -54,8 +55,9 @@ def preflight(matrix: Matrix, engine: Engine, cell: Cell) -> None:
 
 
 def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path,
-                resume: bool) -> RunResult:
-    """A fresh run record, or the previous one when resuming (keeping only cells whose settings are unchanged)."""
+                resume: bool) -> tuple[RunResult, dict[str, str]]:
+    """A fresh run record, or the previous one when resuming (keeping only cells whose settings are unchanged); and
+    the settings hash the previous record held for each of its cells, kept or not."""
     results_path = out_dir / "results.json"
     if results_path.exists() and not resume:
         raise RunError(f"{out_dir} already holds a run (results.json); pass --resume to finish it or choose another --out")
@@ -73,12 +75,14 @@ def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
         command=mask_argv(sys.argv),
     )
     run = RunResult(meta=meta, reference=reference.id, cell_order=[c.id for c in cells])
+    recorded: dict[str, str] = {}
     if resume and results_path.exists():
         try:
             previous = load_run(out_dir)
         except ResultsError as exc:
             raise RunError(f"cannot resume: {exc}") from None
         hashes = {c.id: c.settings_hash for c in cells}
+        recorded = {cid: r.settings_hash for cid, r in previous.cells.items()}
         kept = {cid: r for cid, r in previous.cells.items() if hashes.get(cid) == r.settings_hash}
         dropped = sorted(set(previous.cells) - set(kept))
         run.cells = kept
@@ -90,7 +94,7 @@ def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
                              f"the cells run now on {now}")
         if dropped:
             run.notes.append(f"Resumed: re-running cells whose settings changed or left the matrix: {', '.join(dropped)}")
-    return run
+    return run, recorded
 
 
 def _masked_matrix(matrix: Matrix) -> dict:
@@ -119,7 +123,7 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RunError(f"cannot create the output folder {out_dir}: {exc.strerror or exc}") from None
-    run = prepare_run(matrix, cells, reference, matrix_path, out_dir, resume)
+    run, recorded = prepare_run(matrix, cells, reference, matrix_path, out_dir, resume)
     if matrix.probes.enabled:
         try:
             load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
@@ -127,6 +131,15 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
             raise RunError(str(exc)) from None
     for found in sweep_orphans(sorted(out_dir.glob("cells/*/server.pid"))):
         run.notes.append(f"On {'resume' if resume else 'start'}: {found}")
+    for cell in cells:  # a cell that will run never starts in a folder that other settings filled
+        if cell.id not in run.cells:
+            try:
+                note = set_aside_stale(out_dir / "cells", cell, recorded.get(cell.id))
+            except OSError as exc:
+                raise RunError(f"cannot set aside {out_dir / 'cells' / cell.id} (measured with other settings): "
+                               f"{exc.strerror or exc}") from None
+            if note:
+                run.notes.append(f"On {'resume' if resume else 'start'}: {note}")
     try:
         write_outputs(run, out_dir)
     except OSError as exc:

@@ -75,7 +75,9 @@ class ServerProcess:
     def start(self) -> None:
         env = {**os.environ, **self.extra_env, MARKER_ENV: self.marker}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
+        # a fresh log for every launch: crash classes, resolved settings and warnings are read from the whole file,
+        # so an earlier launch's lines (another configuration's "unrecognized arguments") must never be in it
+        log = open(self.log_path, "wb")
         try:
             self.popen = subprocess.Popen(
                 self.argv,
