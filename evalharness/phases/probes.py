@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalharness.phases.detectors import Sample, cell_verdict, judge, same_answer
-from evalharness.phases.retries import RequestFailed, RequestSender, map_in_threads
+from evalharness.phases.openai_api import Endpoint
+from evalharness.phases.retries import RequestFailed, map_in_threads
 from evalharness.records.measures import ProbeOutput, ProbeSummary, RequestTally
 
 DEFAULT_PROBES = Path(__file__).resolve().parents[2] / "tasks" / "probes" / "default.jsonl"
@@ -51,16 +51,15 @@ def load_probes(path: Path) -> list[Probe]:
     return probes
 
 
-def _ask(sender: RequestSender, base_url: str, model: str, probe: Probe, max_tokens: int) -> ProbeOutput:
+def _ask(api: Endpoint, model: str, probe: Probe, max_tokens: int) -> ProbeOutput:
     prompt = next((m["content"] for m in reversed(probe.messages) if m.get("role") == "user"), "")
-    body = {"model": model, "messages": probe.messages, "max_tokens": probe.max_tokens or max_tokens,
-            "temperature": 0.0, "seed": 0}
     try:
-        data = sender.post_json(f"{base_url}/chat/completions", body)
-        choice = data["choices"][0]
-        return ProbeOutput(id=probe.id, prompt=prompt, output=choice["message"].get("content") or "",
-                           finish_reason=choice.get("finish_reason"),
-                           completion_tokens=(data.get("usage") or {}).get("completion_tokens"))
+        answer = api.chat(model=model, messages=probe.messages, max_tokens=probe.max_tokens or max_tokens,
+                          temperature=0.0, seed=0)
+        choice = answer.choices[0]
+        return ProbeOutput(id=probe.id, prompt=prompt, output=choice.message.content or "",
+                           finish_reason=getattr(choice, "finish_reason", None),
+                           completion_tokens=getattr(answer.usage, "completion_tokens", None))
     except RequestFailed as exc:
         return ProbeOutput(id=probe.id, prompt=prompt, error=str(exc))
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
@@ -69,11 +68,11 @@ def _ask(sender: RequestSender, base_url: str, model: str, probe: Probe, max_tok
 
 def ask_all(base_url: str, model: str, probes: list[Probe], max_tokens: int, timeout_s: float,
             concurrency: int = 4, retries: int = 2, hung_after: int = 3) -> tuple[list[ProbeOutput], RequestTally]:
-    """Every probe, greedy, a few at a time; a request that keeps failing is recorded with its error."""
-    with httpx.Client(timeout=timeout_s) as client:
-        sender = RequestSender(client, retries=retries, hung_after=hung_after)
-        outputs = map_in_threads(lambda probe: _ask(sender, base_url, model, probe, max_tokens), probes, concurrency)
-        return outputs, sender.tally
+    """Every probe, greedy, a few at a time, through the openai client (phases/openai_api.py); a request that keeps
+    failing is recorded with its error."""
+    with Endpoint(base_url, timeout_s, retries=retries, hung_after=hung_after) as api:
+        outputs = map_in_threads(lambda probe: _ask(api, model, probe, max_tokens), probes, concurrency)
+        return outputs, api.tally
 
 
 def judge_outputs(outputs: list[ProbeOutput], probes: list[Probe], reference: dict[str, ProbeOutput],

@@ -2,13 +2,16 @@
 
 A night-long matrix meets engines that answer 503 while busy, drop a connection, or stop answering altogether. One
 flaky request must not sink a cell, and a cell whose answers mostly failed must not pass as measured. So every phase
-that asks the engine something (probes, distribution) goes through `post_json`, which:
+that asks the engine something (probes, distribution) goes through a RequestSender, which:
 - retries connection failures, resets and 5xx/429 answers with exponential backoff (`retries` times);
 - never retries a timeout: the request has already waited `timeouts.request_s`, and a second wait rarely helps;
 - counts requests, failures after retries, retries and error kinds in a RequestTally, which the runner compares to
   `requests.max_error_rate` after the phase (kept results, cell marked error above it);
 - stops early once `hung_after` requests in a row timed out: the engine is up but no longer answering, and the rest
   of the phase fails at once instead of waiting out a timeout per request.
+The sender knows no transport: each attempt is a callable that answers or raises AttemptFailed with a kind. The
+phases' attempts go through the `openai` client with its own retries off (phases/openai_api.py), so every attempt is
+still seen, counted and classified here.
 Throughput never retries (a retried request is not the request that was measured); its errors are counted per kind
 by the load client and judged by the same threshold. lm-eval retries its own requests (quality).
 """
@@ -18,15 +21,25 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
-
-import httpx
+from typing import Any, Callable, TypeVar
 
 from evalharness.records.measures import RequestTally
 
 
 class ServerDied(Exception):
     """The engine exited while a phase was talking to it."""
+
+
+T = TypeVar("T")
+
+
+class AttemptFailed(Exception):
+    """One attempt at a request failed; `kind` names why (http_503, reset, connect_error, timeout, bad_json, ...)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
 
 
 class RequestFailed(Exception):
@@ -47,14 +60,16 @@ def judge_tally(phase: str, tally: RequestTally, max_error_rate: float) -> tuple
     return None
 
 
-def _kind(exc: Exception) -> str:
-    if isinstance(exc, httpx.TimeoutException):
-        return "timeout"
-    if isinstance(exc, httpx.ConnectError):
-        return "connect_error"
-    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
-        return "reset"
-    return type(exc).__name__
+def retryable(kind: str) -> bool:
+    """Whether another attempt can help: not after a timeout (it already waited request_s), nor after a 4xx other
+    than 429 (the request itself is wrong); after anything else (5xx, 429, resets, refused connections, bad JSON),
+    yes."""
+    if kind == "timeout":
+        return False
+    if kind.startswith("http_") and kind[5:].isdigit():
+        code = int(kind[5:])
+        return code >= 500 or code == 429
+    return True
 
 
 class TimeoutStreak:
@@ -81,10 +96,9 @@ def map_in_threads(function: Callable[[Any], Any], items: list, concurrency: int
 
 
 class RequestSender:
-    """Sends JSON POSTs with retries for one phase and tallies them (thread-safe: phases send from a pool)."""
+    """Runs one phase's requests with retries and tallies them (thread-safe: phases send from a pool)."""
 
-    def __init__(self, client: httpx.Client, *, retries: int, hung_after: int = 3, backoff_s: float = 0.5):
-        self.client = client
+    def __init__(self, *, retries: int, hung_after: int | None = 3, backoff_s: float = 0.5):
         self.retries = retries
         self.backoff_s = backoff_s
         self.tally = RequestTally()
@@ -102,38 +116,28 @@ class RequestSender:
             self._streak.add(kind == "timeout")
             self.tally.hung = self._streak.hung
 
-    def post_json(self, url: str, body: dict[str, Any]) -> Any:
-        """The decoded JSON answer of a 200, or RequestFailed after the retries."""
+    def call(self, attempt: Callable[[], T]) -> T:
+        """What `attempt()` answers, trying again after an AttemptFailed that retrying can help (`retryable`);
+        RequestFailed after the last try. Every failed attempt is counted by its kind."""
         self._count(requests=1)
-        for attempt in range(self.retries + 1):
+        failure = AttemptFailed("skipped", "no attempt was made")
+        for number in range(self.retries + 1):
             if self.tally.hung:
                 self._count(failed=1)
                 raise RequestFailed("skipped", "the engine stopped answering (earlier requests timed out)")
-            if attempt:
+            if number:
                 self._count(retried=1)
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+                time.sleep(self.backoff_s * 2 ** (number - 1))
             try:
-                response = self.client.post(url, json=body)
-            except httpx.HTTPError as exc:
-                kind, message = _kind(exc), str(exc) or type(exc).__name__
+                answer = attempt()
+            except AttemptFailed as exc:
+                failure = exc
             else:
-                if response.status_code == 200:
-                    try:
-                        data = response.json()
-                    except ValueError as exc:
-                        kind, message = "bad_json", str(exc)
-                    else:
-                        with self._lock:
-                            self._streak.add(False)
-                        return data
-                else:
-                    kind, message = f"http_{response.status_code}", response.text[:200]
-                    if response.status_code < 500 and response.status_code != 429:
-                        self._failed_attempt(kind)
-                        self._count(failed=1)
-                        raise RequestFailed(kind, message)  # the request itself is wrong: retrying cannot help
-            self._failed_attempt(kind)
-            if kind == "timeout":
+                with self._lock:
+                    self._streak.add(False)
+                return answer
+            self._failed_attempt(failure.kind)
+            if not retryable(failure.kind):
                 break
         self._count(failed=1)
-        raise RequestFailed(kind, message)
+        raise RequestFailed(failure.kind, failure.message)

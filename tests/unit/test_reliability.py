@@ -16,15 +16,23 @@ import psutil
 import pytest
 
 from evalharness.cli import main
-from evalharness.phases.retries import RequestFailed, RequestSender, judge_tally
+from evalharness.phases.openai_api import Endpoint
+from evalharness.phases.retries import RequestFailed, judge_tally
 from evalharness.records.measures import RequestTally
 from evalharness.serving.host import port_in_use
 from evalharness.serving.processes import sweep_orphans
 from evalharness.serving.server import ServerProcess
 
 
-def _sender(answers, retries=2, hung_after=3):
-    """A sender whose transport replays `answers` (status codes, or exceptions to raise), recording each call."""
+CHAT_ANSWER = {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
+
+
+def _endpoint(answers, retries=2, hung_after=3):
+    """An Endpoint (the openai client, retries off, under the harness's RequestSender) whose transport replays
+    `answers` (status codes, or httpx exceptions to raise), recording each call. The httpx exceptions reach the
+    sender wrapped by openai (APIConnectionError / APITimeoutError with the httpx one as __cause__); the same faults
+    from a real socket are in test_openai_api.py."""
     calls = []
 
     def handler(request):
@@ -32,44 +40,51 @@ def _sender(answers, retries=2, hung_after=3):
         answer = answers[min(len(calls), len(answers)) - 1]
         if isinstance(answer, Exception):
             raise answer
-        return httpx.Response(answer, json={"ok": answer})
+        return httpx.Response(answer, json=CHAT_ANSWER if answer == 200 else {"error": {"message": f"{answer}"}})
 
     client = httpx.Client(transport=httpx.MockTransport(handler))
-    return RequestSender(client, retries=retries, hung_after=hung_after, backoff_s=0.0), calls
+    return Endpoint("http://x/v1", 5.0, retries=retries, hung_after=hung_after, backoff_s=0.0,
+                    http_client=client), calls
+
+
+def _ask(api):
+    return api.chat(model="m", messages=[{"role": "user", "content": "hi"}])
 
 
 def test_transient_failures_are_retried_and_counted():
-    sender, calls = _sender([503, httpx.ReadError("reset"), 200])
-    assert sender.post_json("http://x/v1/chat/completions", {}) == {"ok": 200}
+    api, calls = _endpoint([503, httpx.ReadError("reset"), 200])
+    assert _ask(api).choices[0].message.content == "ok"
     assert len(calls) == 3
-    assert sender.tally == RequestTally(requests=1, failed=0, retried=2, kinds={"http_503": 1, "reset": 1})
+    assert api.tally == RequestTally(requests=1, failed=0, retried=2, kinds={"http_503": 1, "reset": 1})
 
 
 def test_a_request_that_keeps_failing_is_one_failure_after_its_retries():
-    sender, calls = _sender([500])
+    api, calls = _endpoint([500])
     with pytest.raises(RequestFailed, match="http_500"):
-        sender.post_json("http://x/v1/completions", {})
-    assert len(calls) == 3 and sender.tally.failed == 1 and sender.tally.kinds == {"http_500": 3}
+        _ask(api)
+    assert len(calls) == 3 and api.tally.failed == 1 and api.tally.kinds == {"http_500": 3}
 
 
 def test_client_errors_and_timeouts_are_not_retried():
-    sender, calls = _sender([400])
+    api, calls = _endpoint([400])
     with pytest.raises(RequestFailed, match="http_400"):
-        sender.post_json("http://x", {})
+        _ask(api)
     assert len(calls) == 1
-    sender, calls = _sender([httpx.ReadTimeout("slow")])
+    api, calls = _endpoint([429, 200])  # too many requests: worth another try
+    assert _ask(api) and api.tally.kinds == {"http_429": 1} and api.tally.retried == 1
+    api, calls = _endpoint([httpx.ReadTimeout("slow")])
     with pytest.raises(RequestFailed, match="timeout"):
-        sender.post_json("http://x", {})
+        _ask(api)
     assert len(calls) == 1
 
 
 def test_timeouts_in_a_row_mean_the_engine_stopped_answering_and_the_rest_fail_at_once():
-    sender, calls = _sender([httpx.ReadTimeout("slow")], hung_after=2)
+    api, calls = _endpoint([httpx.ReadTimeout("slow")], hung_after=2)
     for _ in range(5):
         with pytest.raises(RequestFailed):
-            sender.post_json("http://x", {})
-    assert len(calls) == 2 and sender.tally.hung and sender.tally.kinds == {"timeout": 2}
-    assert sender.tally.failed == 5 and sender.tally.requests == 5
+            _ask(api)
+    assert len(calls) == 2 and api.tally.hung and api.tally.kinds == {"timeout": 2}
+    assert api.tally.failed == 5 and api.tally.requests == 5
 
 
 @pytest.mark.parametrize("tally,expected", [

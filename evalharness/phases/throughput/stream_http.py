@@ -1,6 +1,6 @@
 """The load generator's HTTP/1.1 client: streamed POSTs over pooled keep-alive connections, each read stamped with
-the moment its bytes arrived. Used on the throughput hot path only; every other request the harness sends (probes,
-distribution scoring, readiness, engine endpoints) goes through httpx.
+the moment its bytes arrived. Used on the throughput hot path only; the probes and distribution scoring go through
+the openai client (phases/openai_api.py), readiness and the engines' own endpoints through httpx.
 
 Measured (benchmarks/README.md, `.venv/bin/python benchmarks/client_capacity.py`, 2 cores): 1,712,608 output tok/s
 when the client is the bottleneck, 14.1x vLLM's benchmark client; 127,786 tok/s against the null server's ceiling of
