@@ -84,18 +84,41 @@ def _session_engine_pids() -> set[int]:
     return pids
 
 
+# Every process this test session starts inherits this tag, so that an engine someone else runs on the same machine
+# (another checkout's tests, a user's own server) is never mistaken for one that this session left behind.
+SESSION_TAG = "EH_TEST_SESSION"
+os.environ[SESSION_TAG] = f"{os.getpid()}-{time.time_ns()}"
+_SESSION_START = time.time()
+
+
+def _from_this_session(proc: psutil.Process) -> bool:
+    """Started by this test session: a descendant of this process, or carrying its tag (children that outlived their
+    parents keep their environment), or, where a renamed worker's environment can no longer be read (setproctitle
+    overwrites it, see serving/processes.py), an orphan created since the session began: counted, to be safe."""
+    if any(parent.pid == os.getpid() for parent in proc.parents()):
+        return True
+    try:
+        env = proc.environ()
+    except (psutil.AccessDenied, OSError):
+        env = {}
+    if SESSION_TAG in env:
+        return env[SESSION_TAG] == os.environ[SESSION_TAG]
+    readable = "PATH" in env or MARKER_ENV in env
+    return not readable and proc.ppid() == 1 and proc.create_time() >= _SESSION_START
+
+
 def engine_processes() -> list[psutil.Process]:
-    """Every live engine process on this machine: launched by an evalharness server (the marker variable; vLLM's
-    renamed workers can hide it, see server.py), renamed VLLM::*, or serving the test model; the session's own
-    shared engine excepted."""
+    """Every live engine process this test session started and has not stopped: launched by an evalharness server
+    (the marker variable; vLLM's renamed workers can hide it, see serving/processes.py), renamed VLLM::*, or serving
+    the test model; the session's own shared engine excepted."""
     found = []
     ours = _session_engine_pids()
     for proc in psutil.process_iter(["pid", "name"]):
         try:
             if proc.status() == psutil.STATUS_ZOMBIE or proc.pid in ours:
                 continue
-            if (proc.info["name"] or "").startswith("VLLM::") or MARKER_ENV in proc.environ() \
-                    or str(MODEL) in " ".join(proc.cmdline()):
+            if ((proc.info["name"] or "").startswith("VLLM::") or MARKER_ENV in proc.environ()
+                    or str(MODEL) in " ".join(proc.cmdline())) and _from_this_session(proc):
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
