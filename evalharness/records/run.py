@@ -63,6 +63,15 @@ class CellResult(BaseModel):
     duration_s: float
 
 
+class NoEffect(BaseModel):
+    """Two cells one axis apart with the same resolved settings and the same probe answers (analysis/noeffect.py)."""
+
+    axis: str
+    values: list[str]
+    cells: list[str]
+    probes: int  # probe answers compared, all identical
+
+
 class RunMeta(BaseModel):
     harness_version: str
     engine: str
@@ -86,6 +95,7 @@ class RunResult(BaseModel):
     complete: bool = False
     interrupted: bool = False
     notes: list[str] = []
+    no_effect: list[NoEffect] = []  # recomputed with the drift (`report` refreshes it)
 
     def pending(self) -> list[str]:
         return [cid for cid in self.cell_order if cid not in self.cells]

@@ -196,17 +196,18 @@ class Server:
             while sum(pieces) < n_tokens:
                 pieces.append(min(per_step, n_tokens - sum(pieces)))
                 verifies += 1 if self.speculative else 0
-            if not body.get("stream"):
-                for piece in pieces:
-                    await self.step(piece)
-                self.finish(n_tokens, verifies)
-                text = "The capital of France is Paris."[: max(1, n_tokens)]
+            if not body.get("stream"):  # the probes' chat answers: a plain sentence that stops (finish "stop")
+                words = "Here is a short and plain answer from the stand-in server.".split()[:n_tokens]
+                for _ in words:
+                    await self.step(1)
+                self.finish(len(words), 0)
+                text = " ".join(words)
                 message = {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
                 return web.json_response({"id": "x", "object": "chat.completion" if chat else "text_completion",
                                           "model": body.get("model"), "choices": [{"index": 0, **message,
-                                          "finish_reason": "length"}],
-                                          "usage": {"prompt_tokens": 8, "completion_tokens": n_tokens,
-                                                    "total_tokens": 8 + n_tokens}})
+                                          "finish_reason": "stop" if len(words) < n_tokens else "length"}],
+                                          "usage": {"prompt_tokens": 8, "completion_tokens": len(words),
+                                                    "total_tokens": 8 + len(words)}})
             response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await response.prepare(request)
             done = 0

@@ -43,10 +43,10 @@ args: {args}
 axes:
 {axes}
 timeouts: {{startup_s: 30, teardown_grace_s: 10, gpu_release_s: 1}}
-probes: {{enabled: false}}
+{extra if extra.startswith("probes") else "probes: {enabled: false}"}
 distribution: {{enabled: false}}
 {scenarios}
-{extra}""")
+{"" if extra.startswith("probes") else extra}""")
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "evalharness", "run", "--matrix", str(matrix), "--out", str(out)],
                           env={**harness_env(tmp_path), **(extra_env or {})}, capture_output=True, text=True, timeout=110, cwd=REPO)
@@ -157,3 +157,21 @@ def test_teardown_order_launcher_first_lets_the_scheduler_release(tmp_path, monk
     assert torn.leftover == [] and torn.signals == ["SIGTERM"]
     assert json.loads((tmp_path / "gpu.json").read_text())["held_mib"] == held
     assert ("released GPU memory" in (tmp_path / "server.log").read_text()) is released
+
+
+def test_an_axis_that_changed_nothing_is_reported(tmp_path):
+    """DeepGEMM on/off through SGLANG_ENABLE_JIT_DEEPGEMM on a box where SGLang turns it off by itself: same resolved
+    settings, same probe answers; the report says the axis had no effect. NEXTN changes resolved settings: never."""
+    _, _, out = run_matrix(tmp_path, """\
+  deepgemm:
+    "on": {env: {SGLANG_ENABLE_JIT_DEEPGEMM: "1"}}
+    "off": {env: {SGLANG_ENABLE_JIT_DEEPGEMM: "0"}}
+  nextn:
+    "off": {}
+    "on": {args: {--speculative-algorithm: NEXTN}}""", throughput=False, extra="probes: {max_tokens: 16}")
+    results = json.loads((out / "results.json").read_text())
+    pairs = {(n["axis"], tuple(n["cells"])) for n in results["no_effect"]}
+    assert pairs == {("deepgemm", ("deepgemm-on.nextn-off", "deepgemm-off.nextn-off")),
+                     ("deepgemm", ("deepgemm-on.nextn-on", "deepgemm-off.nextn-on"))}
+    report = (out / "report.md").read_text()
+    assert "## Axes that changed nothing" in report and "**deepgemm** on vs off" in report
