@@ -1,4 +1,4 @@
-"""The command line: run, validate, report, detect, bench, gate, baseline. Bad input exits 2 with one clear message; nothing else lives here."""
+"""The command line: run, validate, report, detect, diagnose, bench, gate, baseline. Bad input exits 2 with one clear message; nothing else lives here."""
 
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         env = " ".join(f"{k}={v}" for k, v in mask_env(cell.env).items())
         print(f"  {cell.id}{' (reference)' if cell.id == reference.id else ''}: {flags}{'  env: ' + env if env else ''}")
     if matrix.engine == "sglang":
+        if args.no_engine_check:
+            print("SGLang: not checked (--no-engine-check): flags and variables were checked for shape only")
+            return 0
         return _validate_sglang(matrix, cells, args.engine_python)
     return 0
 
@@ -47,10 +50,14 @@ def _validate_sglang(matrix, cells, engine_python: str | None) -> int:
 
     result = check_cells(matrix, cells, find_python(matrix, engine_python))
     if not result.checked:
-        print(f"SGLang: not checked: {result.reason}")
-        return 0
+        # a CI step must not pass having checked nothing: say so and fail, unless told not to check
+        return _fail(f"SGLang: could not check the cells against the installed SGLang: {result.reason} "
+                     "(pass --no-engine-check to validate the matrix's shape only)")
     print(f"SGLang {result.version} ({result.python}): {len(cells) - len(result.failed)}/{len(cells)} cells accepted "
           "by its parser and environment")
+    notes = sorted({note for check in result.cells for note in check.notes})
+    for note in notes:
+        print(f"  note: {note}")
     for check in result.failed:
         if not check.ok:
             print(f"  REJECTED {check.id}: {check.error} (sglang {result.version})", file=sys.stderr)
@@ -133,6 +140,23 @@ def cmd_detect(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
+    return 0
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from evalharness.render.diagnosis import diagnosis_markdown
+    from evalharness.serving.diagnose import diagnose
+
+    path = Path(args.log)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return _fail(f"{path}: cannot read: {exc.strerror or exc}")
+    try:
+        result = diagnose(text, str(path), args.engine)
+    except ValueError as exc:
+        return _fail(f"{path}: {exc}")
+    print(result.model_dump_json(indent=2) if args.json else diagnosis_markdown(result), end="\n" if args.json else "")
     return 0
 
 
@@ -240,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--matrix", required=True)
     validate.add_argument("--engine-python", help="for SGLang matrices: a Python with sglang importable, whose parser "
                           "checks every cell (default: $EVALHARNESS_SGLANG_PYTHON, the launcher, or `sglang`'s own)")
+    validate.add_argument("--no-engine-check", action="store_true",
+                          help="do not run the cells through the installed engine (otherwise a matrix that could not "
+                               "be checked exits 2)")
     validate.set_defaults(func=cmd_validate)
 
     detect = sub.add_parser("detect", help="run the garbage detectors on a JSONL file of outputs")
@@ -247,6 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
                                      "'finish_reason', 'expect_stop', 'reference_output')")
     detect.add_argument("-o", "--output", help="write the JSON lines here instead of stdout")
     detect.set_defaults(func=cmd_detect)
+
+    diag = sub.add_parser("diagnose", help="crash class and known warnings of a server log produced outside the harness")
+    diag.add_argument("log", help="the server's log (stdout and stderr)")
+    diag.add_argument("--engine", choices=["sglang", "vllm"], help="default: guessed from the log's lines")
+    diag.add_argument("--json", action="store_true", help="JSON instead of Markdown")
+    diag.set_defaults(func=cmd_diagnose)
 
     bench = sub.add_parser("bench", help="measure streaming throughput of any OpenAI-compatible endpoint")
     bench.add_argument("--base-url", required=True, help="as the openai client takes it, e.g. http://127.0.0.1:8000/v1")

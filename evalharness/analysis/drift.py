@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalharness.analysis.noeffect import no_effect_pairs
 from evalharness.analysis.pairing import pair, sample_scores
 from evalharness.analysis.stats import mcnemar_exact, paired_bootstrap, topk_kl
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
@@ -117,6 +118,10 @@ def cell_drift(run: RunResult, cell_id: str, run_dir: Path) -> CellDrift:
 def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> None:
     """Drift against the reference, from the saved per-sample files: of `only` (the cell just finished; the run loop
     runs the reference first) or of every finished cell (`report`, `gate`)."""
+    try:
+        run.no_effect = no_effect_pairs(run, out_dir)
+    except (OSError, ValueError) as exc:  # a damaged probe file must not stop the run
+        run.notes.append(f"axes without effect could not be compared: {exc}")
     if run.reference not in run.cells:
         return
     for cid, cell in run.cells.items():

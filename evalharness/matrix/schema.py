@@ -59,6 +59,8 @@ class Settings(_Strict):
 class Timeouts(_Strict):
     startup_s: float = Field(900.0, gt=0, description="launch to ready; a 397B model takes minutes")
     teardown_grace_s: float = Field(30.0, gt=0, description="SIGTERM to SIGKILL")
+    gpu_release_s: float = Field(60.0, ge=0, description="after teardown, wait this long for GPU memory to come back "
+                                 "to its level before launch (where nvidia-smi exists); SGLang's own tests wait 60 s")
     request_s: float = Field(300.0, gt=0, description="one request, answer read in full")
 
 

@@ -21,11 +21,14 @@ class TeardownRecord(BaseModel):
     """How a server was torn down (serving/server.py fills it; the runner adds GPU memory)."""
 
     seconds: float
-    signals: list[str] = []
+    sigterm_to: str = "group"  # "group" or "launcher" (the engine's teardown style, serving/engines)
+    signals: list[str] = []  # in order: SIGTERM (to sigterm_to), SIGKILL (to the group, after the grace period)
+    launcher_exited_s: float | None = None  # seconds from SIGTERM until the launcher exited (None: killed)
     killed_stragglers: list[int] = []
     leftover: list[int] = []
     gpu_memory_before_mib: list[int] | None = None  # per GPU, before launch (None without nvidia-smi)
-    gpu_memory_after_mib: list[int] | None = None  # per GPU, after teardown
+    gpu_memory_after_mib: list[int] | None = None  # per GPU, after teardown and the wait for release
+    gpu_release_wait_s: float | None = None  # how long teardown waited for GPU memory to come back
 
 
 class CellResult(BaseModel):
@@ -44,6 +47,8 @@ class CellResult(BaseModel):
     warnings: list[LogWarning] = []
     startup_s: float | None = None
     resolved: dict[str, Any] = {}
+    server: dict[str, Any] = Field(default_factory=dict, description="what the engine says about itself once ready: "
+                                   "memory_gb, token_capacity, max_running_requests, startup_s, versions")
     probes: ProbeSummary | None = None
     quality: list[TaskScore] = []
     throughput: list[ScenarioResult] = []
@@ -56,6 +61,15 @@ class CellResult(BaseModel):
     started_at: str
     finished_at: str
     duration_s: float
+
+
+class NoEffect(BaseModel):
+    """Two cells one axis apart with the same resolved settings and the same probe answers (analysis/noeffect.py)."""
+
+    axis: str
+    values: list[str]
+    cells: list[str]
+    probes: int  # probe answers compared, all identical
 
 
 class RunMeta(BaseModel):
@@ -81,6 +95,7 @@ class RunResult(BaseModel):
     complete: bool = False
     interrupted: bool = False
     notes: list[str] = []
+    no_effect: list[NoEffect] = []  # recomputed with the drift (`report` refreshes it)
 
     def pending(self) -> list[str]:
         return [cid for cid in self.cell_order if cid not in self.cells]

@@ -13,6 +13,7 @@ from evalharness.records.measures import TaskScore
 from evalharness.records.provenance import machine_kind
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.markdown import code_block, markdown_table, md_text
+from evalharness.render.server import server_section
 from evalharness.render.throughput import throughput_section
 
 
@@ -61,7 +62,9 @@ def render_markdown(run: RunResult) -> str:
     if tasks:
         parts += ["", "Scores are the task's headline metric (exact match, or accuracy for multiple choice) "
                       "± its standard error, from lm-eval's per-sample records in `cells/<id>/quality/<task>/`."]
-    parts += ["", *_drift_section(run), *throughput_section(run), *_garbage_section(run), *_differences_section(run)]
+    parts += ["", *_drift_section(run), *throughput_section(run), *server_section(run), *_garbage_section(run),
+              *_differences_section(run)]
+    parts += _no_effect_section(run)
     parts += _warnings_section(run)
     parts += _requests_section(run)
     parts += _crashes_section(run)
@@ -230,6 +233,17 @@ def _differences_section(run: RunResult) -> list[str]:
     if not any_rows:
         out += ["No ready cell differs from the reference in its resolved settings.", ""]
     return out
+
+
+def _no_effect_section(run: RunResult) -> list[str]:
+    if not run.no_effect:
+        return []
+    out = ["## Axes that changed nothing", "",
+           "These cells differ in one axis only, yet resolved the same settings and answered every probe word for word "
+           "alike: the axis had no effect here (e.g. DeepGEMM that SGLang turns off by itself on SM120).", ""]
+    out += [f"- **{md_text(n.axis)}** {md_text(n.values[0])} vs {md_text(n.values[1])}: `{n.cells[0]}` and "
+            f"`{n.cells[1]}` ({n.probes} probe answers identical)" for n in run.no_effect]
+    return out + [""]
 
 
 def _warnings_section(run: RunResult) -> list[str]:

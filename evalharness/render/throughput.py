@@ -21,8 +21,10 @@ def throughput_rows(scenarios: list[ScenarioResult], label: str = "") -> list[li
         rate = sc.engine.get("spec_acceptance_rate")
         spec_text = "" if spec is None else f"{spec:.2f}" + (f" ({rate:.0%})" if rate is not None else "")
         since_start = sc.engine.get("spec_acceptance_length_since_start")
-        if spec is None and since_start is not None:  # SGLang refused the reset: not this scenario's own figure
+        if spec is None and since_start is not None:  # older records: SGLang refused the reset
             spec_text = f"{since_start:.2f} since startup (not reset)"
+        if spec is None and sc.engine.get("spec_unavailable"):  # no figure rather than a wrong one, and why
+            spec_text = "no figure: " + md_text(sc.engine["spec_unavailable"], 160)
         errors = ", ".join(f"{k} {v}" for k, v in sc.errors.items())
         itl = ITL_INTERPOLATED if sc.itl_interpolated() else ""
         rows.append([*([label] if label else []), md_text(sc.name), mode, f"{sc.completed}/{sc.requests}",

@@ -28,7 +28,8 @@ from evalharness.runner.cellfolders import mark
 from evalharness.runner.progress import Progress
 from evalharness.runner.signals import INTERRUPT, Interrupted
 from evalharness.serving.engines import Engine, LaunchPlan
-from evalharness.serving.host import free_port, gpu_memory_released, gpu_memory_used_mib, port_in_use
+from evalharness.runner.teardown import after_teardown, refuse_if_gpu_held, tear_down
+from evalharness.serving.host import free_port, gpu_memory_held, gpu_memory_used_mib, port_in_use
 from evalharness.serving.logscan import classify_crash, extract_warnings
 from evalharness.serving.server import LaunchError, ServerProcess, wait_external
 
@@ -59,6 +60,7 @@ class CellRun:
         self.crash = None
         self.startup_s: float | None = None
         self.resolved: dict = {}
+        self.server_facts: dict = {}
         self.teardown: TeardownRecord | None = None
         self.server: ServerProcess | None = None
         self.probes: ProbeSummary | None = None
@@ -85,6 +87,7 @@ class CellRun:
             warnings=extract_warnings(log_text, engine.log_rules),
             startup_s=self.startup_s,
             resolved=self.resolved,
+            server=self.server_facts,
             probes=self.probes,
             quality=self.quality,
             throughput=self.throughput,
@@ -142,6 +145,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     state.phase = "resolve"
     with httpx.Client(timeout=10.0) as client:
         state.resolved = engine.resolved_config(client, plan, _read_log(state.log_path))
+        state.server_facts = engine.server_facts(client, plan, matrix)
     state.status = "ok"
     alive = (lambda: server.poll() is None) if server is not None else (lambda: True)
     if matrix.probes.enabled:
@@ -178,12 +182,14 @@ def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: 
         client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
                             timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
                             tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after)
-        before: dict[str, float] = {}
+        before: dict[str, Any] = {}
+        log_from = [0]
 
         def read_counters() -> None:
             # after the warm-up: the engine's before/after delta (and SGLang's flush) covers the measured requests only
             with httpx.Client(timeout=10.0) as http:
                 before.update(engine.before_load(http, plan))
+            log_from[0] = _log_size(state.log_path)  # the engine's own log lines of the measured requests start here
 
         result = run_scenario(client, name=scenario.name, concurrency=scenario.concurrency,
                               request_rate=scenario.request_rate, input_len=scenario.input_len,
@@ -195,9 +201,41 @@ def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: 
             raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
         with httpx.Client(timeout=10.0) as http:
             result.engine = engine.after_load(http, plan, before)
+        result.engine.update(server_vs_client(engine.scenario_log_summary(_read_log_from(state.log_path, log_from[0])),
+                                              result.output_tok_s))
         failed = sum(result.errors.values())
         _judge_requests(matrix, state, f"throughput {scenario.name}", RequestTally(
             requests=result.requests, failed=failed, kinds=dict(result.errors), hung=client.hung), alive)
+
+
+def _log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_log_from(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+DISAGREE_FRACTION = 0.05  # server- and client-side throughput further apart than this are flagged
+
+
+def server_vs_client(summary: dict[str, Any], client_tok_s: float) -> dict[str, Any]:
+    """The engine's own throughput lines over a scenario next to the client's figure (pure): flagged when the server's
+    median generation throughput and the client's output tokens/s differ by more than DISAGREE_FRACTION."""
+    server = summary.get("server_gen_tok_s_median")
+    if not server or not client_tok_s:
+        return summary
+    ratio = server / client_tok_s
+    return {**summary, "server_client_ratio": round(ratio, 3),
+            "throughput_disagreement": abs(ratio - 1) > DISAGREE_FRACTION}
 
 
 DYING_GRACE_S = 5.0  # an engine whose requests all fail is often on its way out: its exit takes a moment to show
@@ -262,15 +300,20 @@ def _quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) ->
 
 
 def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress: Progress,
-             reference_id: str) -> CellResult:
+             reference_id: str, gpu_baseline: list[int] | None = None) -> CellResult:
     """Serve one cell and record what happened. Never raises for the cell's own failures; re-raises interrupts after
-    tearing the server down."""
+    tearing the server down. `gpu_baseline`: GPU memory per device before the run's first launch; a cell that would
+    start while more is held (an earlier server's memory not yet released) is refused, not launched."""
     port = 0 if engine.name == "external" else matrix.port or free_port(matrix.host)
     plan = engine.launch_plan(matrix, cell, port, str(run_dir.resolve()))
     state = CellRun(cell, plan, run_dir)
     state.cell_dir.mkdir(parents=True, exist_ok=True)
     mark(state.cell_dir, cell)  # which settings this folder's files belong to (runner/cellfolders.py)
     gpu_before = gpu_memory_used_mib() if engine.name != "external" else None
+    gpu_before, refused = refuse_if_gpu_held(gpu_before, gpu_baseline, matrix.timeouts.gpu_release_s)
+    if refused is not None:
+        state.status, state.reason = "error", refused
+        return state.result(engine)
     try:
         _serve(matrix, engine, state, progress, reference_id)
     except (KeyboardInterrupt, Interrupted):
@@ -289,29 +332,12 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
         with INTERRUPT.deferred():
             if state.server is not None:
                 progress.phase("teardown")
-                torn = state.server.stop(matrix.timeouts.teardown_grace_s)
-                state.teardown = torn.model_copy(update={"gpu_memory_before_mib": gpu_before,
-                                                         "gpu_memory_after_mib": gpu_memory_released(gpu_before)})
-                held = [a - b for a, b in zip(state.teardown.gpu_memory_after_mib or [], gpu_before or [])]
-                if any(h > 1024 for h in held):
+                state.teardown = tear_down(state.server, engine.terminate, matrix.timeouts, gpu_before)
+                held = gpu_memory_held(state.teardown.gpu_memory_after_mib, gpu_before)
+                if held:
                     progress.message(f"[bold red]GPU memory not released after teardown: {held} MiB more per GPU[/]")
-                if torn.leftover:
-                    progress.message(f"[bold red]engine processes left behind after teardown: {torn.leftover}[/]")
-                state.status, state.reason = after_teardown(state.status, state.reason, torn.leftover, held)
+                if state.teardown.leftover:
+                    progress.message(f"[bold red]engine processes left behind after teardown: {state.teardown.leftover}[/]")
+                state.status, state.reason = after_teardown(state.status, state.reason, state.teardown.leftover, held)
     INTERRUPT.raise_pending()  # a signal that came during teardown: the cell is not finished, do not record it
     return state.result(engine)
-
-
-def after_teardown(status: str, reason: str | None, leftover: list[int], held_mib: list[int],
-                   slack_mib: int = 1024) -> tuple[str, str | None]:
-    """A cell's status and reason once its server is torn down (pure). What teardown left (processes, GPU memory)
-    is added to the reason; it never replaces a more specific verdict: a crashed, garbage or timed-out cell keeps its
-    status, and only a cell that was ok becomes error, because its machine is no longer clean for the next cell."""
-    found = []
-    if any(h > slack_mib for h in held_mib):
-        found.append(f"GPU memory not released after teardown: {held_mib} MiB more per GPU")
-    if leftover:
-        found.append(f"engine processes left behind after teardown: {leftover}")
-        if status == "ok":
-            status = "error"
-    return status, "; ".join([*([reason] if reason else []), *found]) or None

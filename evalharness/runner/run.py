@@ -27,6 +27,7 @@ from evalharness.runner.cellfolders import set_aside_stale
 from evalharness.runner.progress import Progress
 from evalharness.runner.signals import INTERRUPT, Interrupted
 from evalharness.serving.engines import ENGINES, Engine
+from evalharness.serving.host import gpu_memory_used_mib
 from evalharness.serving.processes import sweep_orphans
 
 
@@ -167,11 +168,13 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                           "run again with --resume")
             raise _SaveFailed from exc
 
+    # GPU memory before the first launch: a later cell that finds more held is refused (runner/teardown.py)
+    gpu_baseline = gpu_memory_used_mib() if pending and engine.name != "external" else None
     with INTERRUPT.installed():
         try:
             for offset, cell in enumerate(pending):
                 progress.cell(done_before + offset + 1, cell.id)
-                result = run_cell(matrix, cell, engine, out_dir, progress, reference.id)
+                result = run_cell(matrix, cell, engine, out_dir, progress, reference.id, gpu_baseline)
                 with INTERRUPT.deferred():
                     run.cells[cell.id] = result
                     # a reference re-run on resume makes every other cell's drift stale

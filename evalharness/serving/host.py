@@ -22,17 +22,30 @@ def gpu_memory_used_mib() -> list[int] | None:
         return None
 
 
-def gpu_memory_released(before: list[int] | None, wait_s: float = 20.0, slack_mib: int = 1024) -> list[int] | None:
+SLACK_MIB = 1024  # memory within this much of a reference level counts as "back"
+
+
+def gpu_memory_released(before: list[int] | None, wait_s: float = 60.0, slack_mib: int = SLACK_MIB,
+                        poll_s: float = 0.5) -> list[int] | None:
     """After teardown: GPU memory per device once it is back within `slack_mib` of `before` (or `wait_s` passed).
-    A scheduler that outlived its launcher holds ~100 GB (sglang#23627): this is where it shows."""
+    A killed process's memory is freed by the driver later, sometimes minutes later (sglang/test/test_utils.py:
+    terminate_and_kill_process_tree); a scheduler that outlived its launcher holds ~100 GB (sglang#23627)."""
     if before is None:
         return None
     deadline = time.monotonic() + wait_s
     while True:
         after = gpu_memory_used_mib()
-        if after is None or all(a <= b + slack_mib for a, b in zip(after, before)) or time.monotonic() > deadline:
+        if after is None or not gpu_memory_held(after, before, slack_mib) or time.monotonic() > deadline:
             return after
-        time.sleep(1.0)
+        time.sleep(poll_s)
+
+
+def gpu_memory_held(now: list[int] | None, reference: list[int] | None, slack_mib: int = SLACK_MIB) -> list[int]:
+    """MiB more than `reference` per GPU, when any GPU is more than `slack_mib` above it; [] otherwise (pure)."""
+    if not now or not reference:
+        return []
+    extra = [n - r for n, r in zip(now, reference)]
+    return extra if any(e > slack_mib for e in extra) else []
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -1,8 +1,12 @@
 """Reading engine logs: crash classification and warnings worth a user's attention, as data plus pure functions.
 
-Each engine module contributes its own rules (engines/sglang.py, engines/vllm.py); the rules shared by every Python
-engine live here. Rules are tried in order, so specific ones come before general ones. Patterns are written from the
-engines' real messages; the tests hold those real lines.
+Each engine module contributes its own rules (engines/sglang_logs.py, engines/vllm.py); the rules shared by every
+Python engine live here. Every rule names where its text comes from (`source`: the engine file, or the story's log).
+
+Classification looks at the lines that say the process failed first (exception lines, traceback bodies, ERROR-level
+lines, argparse's "error:"), the last of them first; then plain lines; warnings only as a last resort. So an early
+warning that mentions memory never outranks the fatal error that ended the process. SGLang 0.5.23 logs
+`[time TPn] message` with no level at all, which is why "fatal" is read from the text, not from a level tag.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ class CrashRule:
     kind: str
     pattern: re.Pattern[str]
     hint: str = ""
+    source: str = ""  # the engine file the text comes from (or "story": seen only in ../shared/seed)
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,8 @@ class WarningRule:
 
     key: str
     pattern: re.Pattern[str]
+    source: str = ""  # the engine file the text comes from (or "story")
+    meaning: str = ""  # what it means for the matrix, in one sentence (shown by `evalharness diagnose`)
 
 
 @dataclass(frozen=True)
@@ -89,14 +96,22 @@ COMMON_CRASHES: tuple[CrashRule, ...] = (
 
 _TRACEBACK_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception))\s*:\s*(.+)$")
 # vLLM's own prefix: "(EngineCore_DP0 pid=123) ERROR 11-29 22:31:02 [core.py:708] "; SGLang's: "[2026-03-07 15:22:11] "
+# with "WARNING file.py:N: " in the story's older build, "[2026-03-07 15:22:11.123 DP0 TP3] " in 0.5.23
+# (sglang/srt/utils/common.py: configure_logger, the prefix from srt/managers/scheduler.py), and uvicorn's
+# "[time] ERROR:    " (srt/utils/common.py: set_uvicorn_logging_configs)
 _ENGINE_PREFIX = re.compile(
     r"^\s*(?:\([\w-]+ pid=\d+\)\s*)?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2}\s+\[[^\]]+\]\s*)?"
     r"(?:\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[^\]]*\]\s*)?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+[\w.]+:\d+:\s*)?"
+    r"(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+)?"
 )
 # Errors that only say "the real cause is above": never the reason when something more specific exists.
 _WRAPPER_ERRORS = re.compile(
     r"Engine core initialization failed|See root cause above|Engine process failed to start|"
-    r"Process \w+ died|Rank \d+ scheduler is dead|KeyboardInterrupt|SystemExit"
+    r"Process \w+ died|Rank \d+ scheduler is dead|KeyboardInterrupt|SystemExit|"
+    # sglang/srt/entrypoints/engine.py: _wait_for_scheduler_ready, a scheduler that reported a failure
+    r"Initialization failed\. Please see the error messages above|"
+    # the same message with any exit code but -9 (that one is the OOM killer, a rule of its own)
+    r"scheduler died during initialization \(exit code: (?!-9\))"
 )
 
 
@@ -109,14 +124,45 @@ def _excerpt(lines: list[str], index: int, before: int = 3, after: int = 2) -> s
     return "\n".join(lines[max(0, index - before) : index + after + 1])
 
 
+_FATAL_LEVEL = re.compile(r"\b(ERROR|CRITICAL|FATAL)\b|^\s*\S*: error: |\berror: (unrecognized|argument|the following)")
+_TRACEBACK_START = re.compile(r"Traceback \(most recent call last\)")
+
+
+def line_tiers(lines: list[str], rules: LogRules) -> list[str]:
+    """Per line: 'fatal' (an exception line, inside a traceback, an ERROR-level line, argparse's error), 'warning'
+    (a known warning or a generic warning line) or 'plain' (pure)."""
+    tiers = []
+    in_traceback = False
+    for line in lines:
+        body = strip_prefix(line)
+        if _TRACEBACK_START.search(line):
+            in_traceback = True
+        continuation = bool(tiers) and tiers[-1] == "fatal" and line.startswith((" ", "\t")) and body
+        if in_traceback or continuation or _TRACEBACK_ERROR.match(body) or _FATAL_LEVEL.search(line):
+            tiers.append("fatal")
+        elif any(rule.pattern.search(line) for rule in rules.warnings) or rules.generic_warning.search(line):
+            tiers.append("warning")
+        else:
+            tiers.append("plain")
+        if in_traceback and _TRACEBACK_ERROR.match(body) and not line.startswith((" ", "\t")):
+            in_traceback = False  # the exception line ends the traceback
+    return tiers
+
+
 def classify_crash(log_text: str, rules: LogRules) -> CrashReason:
-    """Why a server died, from its whole log: the first rule (in rule order) that matches any line wins; otherwise the
-    last exception line that is not a wrapper of an earlier one; otherwise the last lines of the log."""
+    """Why a server died, from its whole log. Fatal lines first, then plain lines, then warnings; within a tier the
+    first rule (in rule order) that matches wins, on the last line it matches. Otherwise the last exception line that
+    is not a wrapper of an earlier one; otherwise the last lines of the log."""
     lines = log_text.splitlines()
-    for rule in (*rules.crashes, *COMMON_CRASHES):
-        for index, line in enumerate(lines):
-            if rule.pattern.search(line) and not _WRAPPER_ERRORS.search(line):
-                return CrashReason(kind=rule.kind, line=strip_prefix(line), excerpt=_excerpt(lines, index), hint=rule.hint)
+    tiers = line_tiers(lines, rules)
+    for tier in ("fatal", "plain", "warning"):
+        indices = [i for i in range(len(lines) - 1, -1, -1) if tiers[i] == tier]
+        for rule in (*rules.crashes, *COMMON_CRASHES):
+            for index in indices:
+                line = lines[index]
+                if rule.pattern.search(line) and not _WRAPPER_ERRORS.search(line):
+                    return CrashReason(kind=rule.kind, line=strip_prefix(line), excerpt=_excerpt(lines, index),
+                                       hint=rule.hint)
     exception_lines = [i for i, line in enumerate(lines) if _TRACEBACK_ERROR.match(strip_prefix(line))]
     specific = [i for i in exception_lines if not _WRAPPER_ERRORS.search(lines[i])]
     chosen = (specific or exception_lines or [None])[-1]

@@ -2,7 +2,8 @@
 
 Engines spawn children (vLLM's EngineCore and workers, SGLang's scheduler and detokenizer) and some of them leave the
 process group or outlive their parent (sglang#23627: a scheduler holding 100 GB of GPU memory after the launcher died).
-So teardown does three things: SIGTERM then SIGKILL to the process group; then SIGKILL to every straggler of the family,
+So teardown does three things: SIGTERM (to the group, or to the launcher alone: the engine's `terminate`), then SIGKILL
+to the process group once the grace period is over; then SIGKILL to every straggler of the family,
 which is every process created since the launch that was seen as a descendant while the server ran (a watcher thread
 looks every second), or is still in the server's session or process group, or descends from one of those, or carries
 this server's marker in its environment (processes.py). Then it checks that none is left and says so.
@@ -162,23 +163,34 @@ class ServerProcess:
                     pass
                 time.sleep(POLL_INTERVAL_S)
 
-    def stop(self, grace_s: float = 30.0) -> TeardownRecord:
-        """SIGTERM the group, SIGKILL it after `grace_s`, then kill every straggler; report what (if anything) is left."""
+    def stop(self, grace_s: float = 30.0, terminate: str = "group") -> TeardownRecord:
+        """SIGTERM, SIGKILL the group after `grace_s`, then kill every straggler; report what (if anything) is left.
+
+        terminate="group": SIGTERM to the whole process group, then wait for the launcher and every process seen.
+        terminate="launcher": SIGTERM to the launcher alone and wait for it to exit (it shuts its own children down:
+        SGLang drains, asks its schedulers to release GPU memory and waits 15 s for them), as SGLang's own tests do
+        (sglang/test/test_utils.py: terminate_and_kill_process_tree); whatever is left is then killed."""
         if self._stopped is not None:
             return self._stopped
         begin = time.monotonic()
-        teardown = TeardownRecord(seconds=0.0)
+        teardown = TeardownRecord(seconds=0.0, sigterm_to=terminate)
         if self.popen is None:
             self._stopped = teardown
             return teardown
         self._watching.clear()
         self._remember_descendants()
         pgid = self.popen.pid  # start_new_session made the launcher the group leader
-        if self._signal_group(pgid, signal.SIGTERM):
+        if terminate == "launcher":
+            if self.popen.poll() is None:
+                self.popen.send_signal(signal.SIGTERM)
+                teardown.signals.append("SIGTERM")
+        elif self._signal_group(pgid, signal.SIGTERM):
             teardown.signals.append("SIGTERM")
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and (self.popen.poll() is None or self._family_alive()):
+        while time.monotonic() < deadline and (self.popen.poll() is None or
+                                               (terminate == "group" and self._family_alive())):
             time.sleep(0.1)
+        teardown.launcher_exited_s = round(time.monotonic() - begin, 2) if self.popen.poll() is not None else None
         if self.popen.poll() is None or self._family_alive():
             if self._signal_group(pgid, signal.SIGKILL):
                 teardown.signals.append("SIGKILL")

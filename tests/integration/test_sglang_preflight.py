@@ -18,8 +18,8 @@ def sglang_python(engine) -> str:
     return str(ENGINE_PYTHON)
 
 
-def validate(path: Path, python: str | None):
-    args = ["validate", "--matrix", str(path)] + (["--engine-python", python] if python else [])
+def validate(path: Path, python: str | None, *extra: str):
+    args = ["validate", "--matrix", str(path)] + (["--engine-python", python] if python else []) + list(extra)
     return run_harness(*args, timeout=600)
 
 
@@ -50,8 +50,27 @@ def test_what_the_installed_version_lacks_is_rejected(sglang_python, tmp_path, o
     assert "REJECTED moe-" in proc.stderr and "(sglang 0.5.23)" in proc.stderr or "sglang 0.5.23 does not" in proc.stderr
 
 
-def test_without_sglang_it_says_what_it_could_not_check(tmp_path):
+def test_without_sglang_it_fails_unless_told_not_to_check(tmp_path, monkeypatch):
+    monkeypatch.delenv("EVALHARNESS_SGLANG_PYTHON", raising=False)
     path = tmp_path / "m.yaml"
     path.write_text(SM120.read_text().replace("command: [sglang, serve]", "command: [/nonexistent/sglang, serve]"))
     proc = validate(path, None)
-    assert proc.returncode == 0 and "SGLang: not checked" in proc.stdout
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "SGLang: could not check the cells" in proc.stderr and "--no-engine-check" in proc.stderr
+    proc = validate(path, None, "--no-engine-check")
+    assert proc.returncode == 0 and "SGLang: not checked (--no-engine-check)" in proc.stdout
+
+
+def test_direct_reads_and_the_sgl_prefix_are_known(sglang_python, tmp_path):
+    """SGLANG_HEALTH_CHECK_TIMEOUT is read with os.getenv (sglang/srt/entrypoints/http_server.py), not through Envs;
+    SGL_ENABLE_JIT_DEEPGEMM is rewritten to SGLANG_ENABLE_JIT_DEEPGEMM (sglang/srt/environ.py); a misspelt one is not."""
+    text = SM120.read_text().replace('off: {env: {SGLANG_ENABLE_JIT_DEEPGEMM: "0"}}',
+                                     'off: {env: {SGL_ENABLE_JIT_DEEPGEMM: "0", SGLANG_HEALTH_CHECK_TIMEOUT: "60"}}')
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    proc = validate(path, sglang_python)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SGL_ENABLE_JIT_DEEPGEMM is rewritten to SGLANG_ENABLE_JIT_DEEPGEMM" in proc.stdout
+    path.write_text(text.replace("SGLANG_HEALTH_CHECK_TIMEOUT", "SGLANG_HEALTH_CHECK_TIMEOUTT"))
+    proc = validate(path, sglang_python)
+    assert proc.returncode == 2 and "SGLANG_HEALTH_CHECK_TIMEOUTT" in proc.stderr

@@ -46,8 +46,15 @@ def test_sglang_plan_defaults_to_sglang_serve_and_health_generate():
         matrix, _cell({"--tp": 8, "--moe-runner-backend": "flashinfer_cutlass"}, {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}),
         30000, "/out")
     assert plan.argv[:4] == ["sglang", "serve", "--model-path", "Qwen/Q"]
-    assert plan.argv[-4:] == ["--tp", "8", "--moe-runner-backend", "flashinfer_cutlass"]
+    assert plan.argv[-5:] == ["--tp", "8", "--moe-runner-backend", "flashinfer_cutlass", "--enable-metrics"]
     assert plan.env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"} and plan.health_path == "/health_generate"
+    # the matrix can say otherwise: `--enable-metrics: false` keeps it off
+    off = ENGINES["sglang"].launch_plan(matrix, _cell({"--enable-metrics": False}), 30000, "/out")
+    assert "--enable-metrics" not in off.argv
+
+
+def test_teardown_styles_are_engine_data():
+    assert ENGINES["sglang"].terminate == "launcher" and ENGINES["vllm"].terminate == "group"
 
 
 def test_external_plan_polls_models():
@@ -71,20 +78,48 @@ def test_differences_mark_what_no_flag_asked_for():
     assert json.loads(diffs[0].model_dump_json())["reference"] == "fa3"
 
 
-@pytest.mark.parametrize("flush_status,expected", [
-    (200, {"spec_mean_acceptance_length": 2.5}),
-    # /flush_cache refused (requests still queued): the cumulative figure is not the scenario's, and says so
-    (400, {"spec_acceptance_length_since_start": 2.5}),
+METRICS = """# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{{model_name="m",is_streaming="true"}} {tokens}
+sglang:generation_tokens_total{{model_name="m",is_streaming="false"}} 5.0
+# TYPE sglang:spec_verify_calls_total counter
+sglang:spec_verify_calls_total{{model_name="m"}} {verifies}
+"""
+
+
+@pytest.mark.parametrize("flush_status,metrics,spec,expected", [
+    # the counters' delta: (105+5 - 5-5) / (40 - 0) tokens per verify step, SGLang's own completion_tokens/verify_ct
+    (200, True, "NEXTN", {"spec_mean_acceptance_length": 2.5, "spec_verify_calls": 40.0,
+                          "spec_generated_tokens": 100.0, "spec_source": "metrics delta"}),
+    # /flush_cache refused: something else ran on the server; its tokens would be in the delta: no figure, a reason
+    (400, True, "NEXTN", {"spec_unavailable": "/flush_cache answered 400 (Flush cache failed.): requests still ran "
+                          "on the server, so the counters would count them too"}),
+    # no /metrics (--enable-metrics: false): the 40-step avg_spec_accept_length is never shown instead
+    (200, False, "NEXTN", "no counters"),
+    (200, True, None, {}),  # not speculative: nothing to say
 ])
-def test_sglang_acceptance_is_the_scenarios_only_when_the_flush_reset_it(flush_status, expected):
+def test_sglang_acceptance_is_a_counter_delta_or_no_figure(flush_status, metrics, spec, expected):
     import httpx
+
+    calls = {"metrics": 0}
 
     def answer(request):
         if request.url.path == "/flush_cache":
-            return httpx.Response(flush_status)
-        return httpx.Response(200, json={"internal_states": [{"avg_spec_accept_length": 2.5}]})
+            assert request.url.params["timeout"] == "60"
+            return httpx.Response(flush_status, text="Flush cache failed.\n" if flush_status != 200 else "ok")
+        if request.url.path == "/metrics":
+            if not metrics:
+                return httpx.Response(404)
+            calls["metrics"] += 1
+            first = calls["metrics"] == 1
+            return httpx.Response(200, text=METRICS.format(tokens=5 if first else 105, verifies=0 if first else 40))
+        return httpx.Response(200, json={"speculative_algorithm": spec,
+                                         "internal_states": [{"avg_spec_accept_length": 9.9}]})
 
     engine = ENGINES["sglang"]
     plan = engine.launch_plan(Matrix(name="t", engine="sglang", model="/m"), _cell(), 30000, "/out")
     with httpx.Client(transport=httpx.MockTransport(answer)) as client:
-        assert engine.after_load(client, plan, engine.before_load(client, plan)) == expected
+        got = engine.after_load(client, plan, engine.before_load(client, plan))
+    if isinstance(expected, str):
+        assert expected in got["spec_unavailable"] and "40th decode step" in got["spec_unavailable"]
+    else:
+        assert got == expected

@@ -241,8 +241,8 @@ def test_a_crashed_cell_with_leftover_processes_stays_crashed(tmp_path, monkeypa
                     timeouts={"startup_s": 30, "teardown_grace_s": 2})
     stop = ServerProcess.stop
 
-    def stop_leaving_one(self, grace_s=30.0):
-        return stop(self, grace_s).model_copy(update={"leftover": [4242]})
+    def stop_leaving_one(self, grace_s=30.0, terminate="group"):
+        return stop(self, grace_s, terminate).model_copy(update={"leftover": [4242]})
 
     monkeypatch.setattr(ServerProcess, "stop", stop_leaving_one)
     cell = Cell(id="c", axes={}, args={}, env={}, settings_hash="h")

@@ -30,6 +30,10 @@ class Engine(Protocol):
 
     name: str
     log_rules: LogRules
+    # how teardown starts (server.py): "group" SIGTERMs the whole process group (vLLM: every process handles it);
+    # "launcher" SIGTERMs the launcher alone and lets it shut its children down (SGLang: its schedulers have no
+    # SIGTERM handler and must be asked to release GPU memory by the launcher)
+    terminate: str
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         """The argv, environment and URLs for one cell on one port (pure)."""
@@ -39,12 +43,20 @@ class Engine(Protocol):
         """What the engine says it is running, flattened to 'section.key' -> value, after it is ready."""
         ...
 
-    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
+    def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
+        """What a user of this engine reads first about a ready server: memory, batch ceiling, startup, versions."""
+        ...
+
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
         """Engine counters to read before a throughput scenario (and any reset it needs)."""
         ...
 
-    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, Any]) -> dict[str, Any]:
         """The engine's own figures for the scenario just run, e.g. speculative acceptance, as a before/after delta."""
+        ...
+
+    def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
+        """The engine's own log lines written during one scenario, summarised (pure; {} when it logs none)."""
         ...
 
 

@@ -17,6 +17,7 @@ class ExternalEngine:
 
     name = "external"
     log_rules = LogRules()
+    terminate = "group"  # never used: nothing is launched
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         base = (matrix.base_url or "").rstrip("/")
@@ -41,8 +42,14 @@ class ExternalEngine:
             resolved["served.models"] = ",".join(str(m.get("id")) for m in models["data"])
         return resolved
 
-    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
+    def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
         return {}
 
-    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
+    def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
+        return {}
+
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
+        return {}
+
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, Any]) -> dict[str, Any]:
         return {}

@@ -1,8 +1,25 @@
-"""SGLang: launch argv, readiness, log knowledge and the resolved configuration from /server_info.
+"""SGLang: launch argv, readiness, teardown style, the resolved configuration and per-cell facts from /server_info,
+and speculative acceptance from /metrics. Log knowledge lives in sglang_logs.py, the preflight in sglang_check.py.
 
-Messages below are SGLang's own (model_config.py, server_args.py, the speculative workers), as printed on the story's
-SM120 box and in FACTS.md. Readiness is /health_generate: it answers 503 until a real generation goes through, which
-is what "ready" means to a user, where /health can answer before the first batch ever runs.
+Every behaviour below is SGLang 0.5.23's as read in its wheel (requirements/sglang-parser.txt pins it):
+- readiness is /health_generate: 503 while starting, then 200 once one token was generated
+  (sglang/srt/entrypoints/http_server.py: health_generate);
+- teardown SIGTERMs the launcher only: it drains, sends ShutdownReq to the schedulers and gives them 15 s to release
+  GPU memory in userspace (sglang/srt/managers/tokenizer_manager.py: sigterm_watchdog, _SCHEDULER_EXIT_TIMEOUT_SECS);
+  the schedulers have no SIGTERM handler, so a group SIGTERM kills them before they release. SGLang's own tests do
+  the same (sglang/test/test_utils.py: terminate_and_kill_process_tree);
+- /server_info = the resolved server args + launch_command + scheduler info + startup_time + internal_states
+  (sglang/srt/entrypoints/http_server.py: server_info; sglang/srt/utils/common.py: build_server_info);
+  internal_states[i] carries memory_usage, effective_max_running_requests_per_dp and avg_spec_accept_length
+  (sglang/srt/managers/scheduler_components/internal_state.py);
+- /flush_cache answers 400 while anything runs or waits; `?timeout=N` waits up to N s for idle
+  (http_server.py: flush_cache; sglang/srt/managers/scheduler_components/flush_wrapper.py);
+- avg_spec_accept_length only accumulates every decode_log_interval (40) decode steps
+  (sglang/srt/managers/scheduler_components/metrics_reporter.py: report_decode_stats), so it is never the figure;
+  the exact one is the Prometheus counters' delta (needs --enable-metrics): sglang:generation_tokens_total /
+  sglang:spec_verify_calls_total, SGLang's own per-request formula completion_tokens / spec_verify_ct
+  (sglang/srt/observability/metrics_collector.py: observe_one_finished_request;
+  sglang/srt/managers/tokenizer_manager.py: spec_accept_length).
 """
 
 from __future__ import annotations
@@ -12,49 +29,29 @@ from typing import Any
 
 import httpx
 
-from evalharness.serving.engines._common import LaunchPlan, flatten, get_json, server_plan
-from evalharness.serving.logscan import CrashRule, LogRules, WarningRule
 from evalharness.matrix.schema import Cell, Matrix
+from evalharness.serving.engines._common import LaunchPlan, flatten, get_json, prometheus_totals, server_plan
+from evalharness.serving.engines.sglang_check import engine_versions, find_python
+from evalharness.serving.engines.sglang_logs import LOG_RULES, decode_summary
 
 DEFAULT_COMMAND = ["sglang", "serve"]
-
-LOG_RULES = LogRules(
-    crashes=(
-        CrashRule(
-            "unsupported_kernel",
-            re.compile(r"Unsupported architecture|only supports? (SM ?100|sm_?100|Blackwell datacenter)|sm_?100a? only|"
-                       r"no kernel image is available for execution on the device", re.I),
-            "a kernel built for another GPU architecture (e.g. SM100-only on SM120)",
-        ),
-        CrashRule(
-            "config_conflict",
-            re.compile(r"Spec v2 currently only supports topk = 1|speculative_eagle_topk must be|"
-                       r"requires --mamba-\w+|not supported (with|for) speculative", re.I),
-            "speculative-decoding settings that this SGLang cannot combine",
-        ),
-    ),
-    warnings=(
-        WarningRule(
-            "deepgemm_scale_fmt",
-            re.compile(r"DeepGemm is enabled but the scale_fmt of checkpoint is not (?P<expected_fmt>\w+)"),
-        ),
-        WarningRule(
-            "max_running_requests_reset",
-            re.compile(r"Max running requests is reset to (?P<max_running_requests>\d+)(?: for (?P<reason>[\w ]+))?"),
-        ),
-        WarningRule("spec_v2_topk", re.compile(r"Spec v2 currently only supports topk = (?P<topk>\d+)")),
-        WarningRule("attention_backend_switch", re.compile(r"(?:attention backend|attention_backend)\D{0,40}(?:is |to |set to )(?P<backend>\w+)", re.I)),
-        WarningRule("deprecated_entrypoint", re.compile(r"'python -m sglang\.launch_server' is still supported")),
-        WarningRule("accuracy", re.compile(r"might cause accuracy degradation|may (cause|lead to) (accuracy|precision) (loss|degradation)", re.I)),
-        WarningRule("cuda_graph_disabled", re.compile(r"(?:Disable|disabling) cuda graph", re.I)),
-    ),
-)
+FLUSH_TIMEOUT_S = 60  # /flush_cache?timeout=N: how long SGLang may wait for the server to go idle
 
 # Keys of /server_info that differ by construction between cells or change every second: not configuration.
+# launch_command holds the random port; startup_time.* is a measurement (shown in the facts, never as a setting).
 _VOLATILE = re.compile(
     r"^(port|host|nccl_port|dist_init_addr|random_seed|served_model_name|model_path|tokenizer_path|"
-    r"internal_states.*|last_gen_throughput|memory_usage.*|.*_timestamp|.*\.pid|pid)$"
+    r"launch_command|startup_time.*|internal_states.*|last_gen_throughput|memory_usage.*|.*_timestamp|.*\.pid|pid|"
+    r"kv_events.*|metrics_port|.*_port)$"
 )
+COUNTERS = ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total")
+
+
+def server_info(client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
+    info = get_json(client, f"{plan.root_url}/server_info")
+    if info is None:  # SGLang before the rename
+        info = get_json(client, f"{plan.root_url}/get_server_info")
+    return info if isinstance(info, dict) else {}
 
 
 class SglangEngine:
@@ -62,36 +59,88 @@ class SglangEngine:
 
     name = "sglang"
     log_rules = LOG_RULES
+    terminate = "launcher"  # SIGTERM to the launcher only, then the tree (see the module docstring)
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
-        return server_plan(matrix, cell, port, default_command=DEFAULT_COMMAND, model_flag="--model-path",
+        plan = server_plan(matrix, cell, port, default_command=DEFAULT_COMMAND, model_flag="--model-path",
                            env=dict(cell.env), health_path="/health_generate")
+        if "--enable-metrics" not in cell.args:  # the acceptance figure needs /metrics; `--enable-metrics: false` opts out
+            plan.argv.append("--enable-metrics")
+        return plan
 
     def resolved_config(self, client: httpx.Client, plan: LaunchPlan, log_text: str) -> dict[str, Any]:
-        info = get_json(client, f"{plan.root_url}/server_info")
-        if info is None:  # SGLang before the rename
-            info = get_json(client, f"{plan.root_url}/get_server_info")
-        if not isinstance(info, dict):
-            return {}
-        return {k: v for k, v in flatten(info).items() if not _VOLATILE.match(k)}
+        return {k: v for k, v in flatten(server_info(client, plan)).items() if not _VOLATILE.match(k)}
 
-    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
-        # avg_spec_accept_length is cumulative since start; /flush_cache (idle server: the runner calls this after the
-        # warm-up, with nothing in flight) resets it, so the figure read after the scenario is the scenario's own.
+    def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
+        return sglang_facts(server_info(client, plan), engine_versions(find_python(matrix)))
+
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
+        # the runner calls this after the warm-up with nothing of ours in flight; a refused flush means something else
+        # still runs on the server, and its tokens would land in the counters' delta
         try:
-            flushed = client.post(f"{plan.root_url}/flush_cache").status_code == 200
-        except httpx.HTTPError:
-            flushed = False
-        return {"flushed": 1.0 if flushed else 0.0}
+            response = client.post(f"{plan.root_url}/flush_cache", params={"timeout": FLUSH_TIMEOUT_S},
+                                   timeout=FLUSH_TIMEOUT_S + 10)
+            flush = {"flush_status": response.status_code, "flush_message": response.text.strip()[:200]}
+        except httpx.HTTPError as exc:
+            flush = {"flush_status": None, "flush_message": f"{type(exc).__name__}: {exc}"}
+        return {**flush, **self._counters(client, plan)}
 
-    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
-        info = get_json(client, f"{plan.root_url}/server_info") or get_json(client, f"{plan.root_url}/get_server_info")
-        states = (info or {}).get("internal_states") or []
-        lengths = [s.get("avg_spec_accept_length") for s in states if isinstance(s, dict)]
-        lengths = [v for v in lengths if isinstance(v, (int, float))]
-        if not lengths:
-            return {}
-        mean = sum(lengths) / len(lengths)
-        if not before.get("flushed"):  # not reset: the figure covers every request since startup, not this scenario
-            return {"spec_acceptance_length_since_start": mean}
-        return {"spec_mean_acceptance_length": mean}
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, Any]) -> dict[str, Any]:
+        speculative = bool(server_info(client, plan).get("speculative_algorithm"))
+        return acceptance(before, self._counters(client, plan), speculative)
+
+    def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
+        return decode_summary(log_text)
+
+    @staticmethod
+    def _counters(client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
+        try:
+            response = client.get(f"{plan.root_url}/metrics")
+        except httpx.HTTPError:
+            return {"metrics": "unreachable"}
+        if response.status_code != 200:
+            return {"metrics": f"HTTP {response.status_code} (start SGLang with --enable-metrics)"}
+        return prometheus_totals(response.text, COUNTERS)
+
+
+def acceptance(before: dict[str, Any], after: dict[str, Any], speculative: bool) -> dict[str, Any]:
+    """The scenario's speculative acceptance length from SGLang's counters, or no figure with the reason (pure)."""
+    if not speculative:
+        return {}
+    status = before.get("flush_status")
+    if status != 200:
+        return {"spec_unavailable": f"/flush_cache answered {status or 'nothing'} "
+                f"({before.get('flush_message') or 'no message'}): requests still ran on the server, so the counters "
+                "would count them too"}
+    missing = [k for k in COUNTERS if k not in before or k not in after]
+    if missing:
+        why = before.get("metrics") or after.get("metrics") or f"no {', '.join(missing)} on /metrics"
+        return {"spec_unavailable": f"no counters: {why}; avg_spec_accept_length is not used (it counts only every "
+                "40th decode step)"}
+    tokens = after[COUNTERS[0]] - before[COUNTERS[0]]
+    verifies = after[COUNTERS[1]] - before[COUNTERS[1]]
+    if verifies <= 0:
+        return {"spec_unavailable": "no speculative verify step counted during the scenario"}
+    return {"spec_mean_acceptance_length": tokens / verifies, "spec_verify_calls": verifies,
+            "spec_generated_tokens": tokens, "spec_source": "metrics delta"}
+
+
+def sglang_facts(info: dict[str, Any], versions: dict[str, str]) -> dict[str, Any]:
+    """What an SGLang user reads first about a cell, from /server_info (pure): memory, effective batch ceiling,
+    startup breakdown, versions."""
+    states = [s for s in info.get("internal_states") or [] if isinstance(s, dict)]
+    state = states[0] if states else {}
+    memory = state.get("memory_usage") or {}
+    graph = memory.get("graph") or {}
+    startup = info.get("startup_time") or state.get("startup_time") or {}
+    return {
+        "memory_gb": {k: v for k, v in {
+            "weights": memory.get("weight"), "kv_cache": memory.get("kvcache"),
+            "cuda_graph": round(sum(v for v in graph.values() if isinstance(v, (int, float))), 3) if graph else None,
+            "available_at_startup": memory.get("startup_available")}.items() if v is not None},
+        "token_capacity": memory.get("token_capacity") or info.get("max_total_num_tokens"),
+        "max_running_requests": state.get("effective_max_running_requests_per_dp") or info.get("max_running_requests"),
+        "startup_s": {k: round(v, 2) for k, v in flatten(startup).items() if isinstance(v, (int, float)) and v},
+        "versions": {**({"sglang": str(info["version"])} if info.get("version") else {}), **versions},
+        "launch_command": info.get("launch_command"),
+    }

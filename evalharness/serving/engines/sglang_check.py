@@ -4,8 +4,18 @@ the ones that SGLang defines, before a single GPU is touched.
 SGLang lives in its own environment (with torch), not the harness's, so the check runs a small script in a Python
 that has sglang importable (the matrix's launcher, `--engine-python`, or $EVALHARNESS_SGLANG_PYTHON). It calls
 `sglang.srt.server_args.prepare_server_args(argv)`: an unknown flag or an invalid choice ends in argparse's
-SystemExit(2), whose message names the flag; the script keeps argparse's "error:" line for the report. Environment
-variables are read from `sglang.srt.environ.Envs` (a stdlib-only module listing every variable SGLang reads).
+SystemExit(2), whose message names the flag; the script keeps argparse's "error:" line for the report.
+
+Environment variables: SGLang reads most through `sglang.srt.environ.Envs` (descriptors, some with a deprecated alias
+name), but also many directly (`os.getenv("SGLANG_HEALTH_CHECK_TIMEOUT")` in sglang/srt/entrypoints/http_server.py,
+`get_bool_env_var("SGL_FORCE_SHUTDOWN")` in sglang/srt/managers/tokenizer_manager.py, ...), and at import it rewrites
+every `SGL_X` to `SGLANG_X` with a deprecation warning (sglang/srt/environ.py: _handle_deprecated_envs). So a variable
+is known when Envs defines it or an alias of it, when SGLang's own source reads it by name, or when it is `SGL_X` for a
+known `SGLANG_X`; one in environ's _DEPRECATED_ENVS without a replacement is refused (it does nothing any more).
+
+`engine_versions` reads the versions that decide what works on SM120 (sglang, sglang-kernel/sgl-kernel, flashinfer,
+deep_gemm and whether it has the SM120 functions SGLang probes for, torch, CUDA) with the engine's Python: the facts
+`python -m sglang.check_env` prints, read directly (check_env lists neither deep_gemm nor its SM120 functions).
 """
 
 from __future__ import annotations
@@ -33,11 +43,29 @@ except Exception as exc:
     out["error"] = f"cannot import sglang's parser: {type(exc).__name__}: {exc}"
     print(json.dumps(out)); sys.exit(0)
 try:
+    import os, re
     from sglang.srt import environ
     fields = getattr(environ, "EnvField", None)
     envs = getattr(environ, "Envs", None)
     if envs is not None and fields is not None:
-        out["env_known"] = sorted(n for c in envs.__mro__ for n, v in vars(c).items() if isinstance(v, fields))
+        found = [(n, v) for c in envs.__mro__ for n, v in vars(c).items() if isinstance(v, fields)]
+        known = {n for n, _ in found} | {v.deprecated_name for _, v in found if getattr(v, "deprecated_name", None)}
+        # direct reads in SGLang's own source (tests excluded: they set variables, they do not read them)
+        read = re.compile(r"(?:getenv|environ\.get|environ\[|environ\.setdefault|_env_var|_env_int|_env_float|"
+                          r"_env_bool|_get_env|_lazy_\w+|_GatedBool)\s*\(?\s*[\"'](SGL(?:ANG)?_[A-Z0-9_]+)[\"']")
+        root = os.path.dirname(sglang.__file__)
+        direct = set()
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in ("test", "tests", "__pycache__")]
+            for name in files:
+                if name.endswith(".py"):
+                    with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                        direct.update(read.findall(f.read()))
+        out["env_known"] = sorted(known | direct)
+        out["env_direct"] = sorted(direct - known)
+        deprecated = getattr(environ, "_DEPRECATED_ENVS", {})
+        out["env_deprecated"] = {n: {"replacement": getattr(d, "replacement", None), "note": getattr(d, "note", None)}
+                                 for n, d in deprecated.items()}
 except Exception:
     pass
 for cell in request["cells"]:
@@ -61,6 +89,7 @@ class CellCheck(BaseModel):
     ok: bool
     error: str | None = None
     unknown_env: list[str] = []
+    notes: list[str] = []  # accepted, but worth a line (an SGL_ name SGLang rewrites, a deprecated alias)
 
 
 class SglangCheck(BaseModel):
@@ -120,9 +149,80 @@ def check_cells(matrix: Matrix, cells: list[Cell], python: str | None, timeout_s
     if data.get("error"):
         return SglangCheck(python=python, checked=False, reason=data["error"])
     known = set(data["env_known"]) if data.get("env_known") is not None else None
+    deprecated = data.get("env_deprecated") or {}
     results = []
     for cell in cells:
         verdict = data["cells"].get(cell.id, {"ok": False, "error": "not checked"})
-        unknown = sorted(n for n in cell.env if known is not None and n.startswith(("SGLANG_", "SGL_")) and n not in known)
-        results.append(CellCheck(id=cell.id, ok=verdict["ok"], error=verdict.get("error"), unknown_env=unknown))
+        unknown, notes = env_verdicts(cell.env, known, deprecated)
+        results.append(CellCheck(id=cell.id, ok=verdict["ok"], error=verdict.get("error"), unknown_env=unknown,
+                                 notes=notes))
     return SglangCheck(python=python, version=data.get("version"), checked=True, cells=results)
+
+
+def env_verdicts(env: dict[str, str], known: set[str] | None,
+                 deprecated: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """(variables SGLang would not read, notes on ones it reads under another name) for one cell (pure).
+    Only SGLANG_* and SGL_* names are judged; `known` None means the installed SGLang could not list its own."""
+    unknown, notes = [], []
+    if known is None:
+        return unknown, notes
+    for name in sorted(env):
+        if not name.startswith(("SGLANG_", "SGL_")):
+            continue
+        if name in deprecated:
+            replacement = deprecated[name].get("replacement")
+            if replacement:
+                notes.append(f"{name} is deprecated; SGLang forwards it to {replacement}")
+            else:
+                unknown.append(f"{name} (deprecated, no effect: {deprecated[name].get('note') or 'removed'})")
+        elif name in known:
+            continue
+        elif name.startswith("SGL_") and "SGLANG_" + name[4:] in known:
+            notes.append(f"{name} is rewritten to SGLANG_{name[4:]} by SGLang (deprecated prefix; rename it)")
+        else:
+            unknown.append(name)
+    return unknown, notes
+
+
+VERSIONS_SCRIPT = r"""
+import importlib.metadata as md, json
+out = {}
+for name, dists in (("sglang", ["sglang"]), ("sgl-kernel", ["sglang-kernel", "sgl-kernel"]),
+                    ("flashinfer", ["flashinfer-python", "flashinfer_python"]), ("flashinfer-cubin", ["flashinfer-cubin"]),
+                    ("deep_gemm", ["deep_gemm", "deep-gemm", "deepgemm"]), ("torch", ["torch"]),
+                    ("triton", ["triton"]), ("transformers", ["transformers"])):
+    for dist in dists:
+        try:
+            out[name] = md.version(dist); break
+        except Exception:
+            pass
+try:
+    import torch
+    if torch.version.cuda:
+        out["cuda"] = torch.version.cuda
+except Exception:
+    pass
+try:  # sglang/srt/layers/deep_gemm_wrapper/configurer.py: _sm120_deep_gemm_apis_available
+    import deep_gemm
+    out["deep_gemm_sm120_functions"] = str(all(callable(getattr(deep_gemm, n, None)) for n in
+        ("fp8_einsum", "m_grouped_fp8_fp4_gemm_nt_contiguous", "transform_sf_into_required_layout"))).lower()
+except Exception:
+    pass
+print(json.dumps(out))
+"""
+_VERSIONS: dict[str, dict[str, str]] = {}
+
+
+def engine_versions(python: str | None, timeout_s: float = 120) -> dict[str, str]:
+    """Package versions in the engine's Python (read once per Python per process); {} when it cannot be run."""
+    if not python:
+        return {}
+    if python not in _VERSIONS:
+        try:
+            proc = subprocess.run([python, "-c", VERSIONS_SCRIPT], capture_output=True, text=True, timeout=timeout_s,
+                                  check=False)
+            data = json.loads(proc.stdout.strip().splitlines()[-1])
+            _VERSIONS[python] = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+            _VERSIONS[python] = {}
+    return _VERSIONS[python]

@@ -55,6 +55,7 @@ class VllmEngine:
 
     name = "vllm"
     log_rules = LOG_RULES
+    terminate = "group"  # every vLLM process handles SIGTERM (the real-engine tests tear its tree down this way)
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         # Keep vLLM's compile caches inside the run folder unless the matrix says otherwise, and never phone home.
@@ -75,10 +76,16 @@ class VllmEngine:
         resolved.update(parse_log_config(log_text))
         return resolved
 
-    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, float]:
+    def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
+        return {}  # vLLM's are in its log (KV cache size, maximum concurrency): resolved_config reads them
+
+    def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
+        return {}
+
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
         return self._counters(client, plan)
 
-    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, float]) -> dict[str, Any]:
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, Any]) -> dict[str, Any]:
         return spec_delta(before, self._counters(client, plan))
 
     @staticmethod

@@ -1,0 +1,362 @@
+"""A stand-in SGLang 0.5.23 server, written from the pinned wheel's source (requirements/sglang-parser.txt), for the
+contract tests of the harness's SGLang paths. It exists because SGLang cannot run on these machines (it needs a GPU or
+AVX-512); it never replaces the real-engine tests, which run on vLLM. It tests OUR side of the contract: every
+behaviour below cites the SGLang file it copies, and nothing here is a guess about what SGLang does.
+
+Launched exactly as the harness launches SGLang: `python sglang_standin.py --model-path M --host H --port P
+--served-model-name N [SGLang flags]`. Process layout (sglang/srt/entrypoints/engine.py, http_server.py):
+  - this launcher (HTTP server + tokenizer manager), which handles SIGTERM gracefully
+    (sglang/srt/managers/tokenizer_manager.py: SignalHandler.sigterm_handler, sigterm_watchdog): it drains, sends
+    ShutdownReq to the scheduler (here SIGUSR1), waits _SCHEDULER_EXIT_TIMEOUT_SECS = 15 s for it, logs "Schedulers
+    still alive ..." and kills it if it did not exit, then exits;
+  - one scheduler child "sglang::scheduler_TP0" with NO SIGTERM handler and PR_SET_PDEATHSIG=SIGKILL
+    (sglang/srt/utils/common.py: kill_itself_when_parent_died). It "holds GPU memory" (the fake nvidia-smi beside this
+    file reads STANDIN_GPU_FILE) and releases it only when asked by ShutdownReq (sglang/srt/managers/scheduler.py:
+    gracefully_exit, the release before exit): a SIGTERM kills it holding the memory.
+Environment (the test's knobs): STANDIN_CRASH=flashinfer|oom_kill|port, STANDIN_PHANTOM=1 (one request never
+finishes: /flush_cache is refused), STANDIN_IGNORE_SHUTDOWN=1 (the scheduler does not release), STANDIN_TIME_SCALE
+(SGLang's waits, 15 s, 5 s, the flush timeout, scaled; default 0.02), STANDIN_SERVER_TPUT_FACTOR (what its Decode batch
+lines claim, times the truth), STANDIN_GPU_FILE, STANDIN_TRUTH (where each finished request's tokens and verify steps
+are appended, one JSON per line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+if sys.argv[1:2] != ["--scheduler"]:  # the scheduler child starts fast without the HTTP stack
+    from aiohttp import web
+
+VERSION = "0.5.23"
+SCALE = float(os.environ.get("STANDIN_TIME_SCALE", "0.02"))
+GPU_FILE = os.environ.get("STANDIN_GPU_FILE")
+STEP_S = 0.004  # one decode step
+DECODE_LOG_INTERVAL = 40  # sglang/srt/arg_groups/fields/observability.py: decode_log_interval = 40
+HELD_MIB = 1500
+
+
+def log(message: str, tp: bool = False) -> None:
+    # sglang/srt/utils/common.py: configure_logger: "[%(asctime)s{prefix}] %(message)s", prefix " TP0" in the
+    # scheduler (sglang/srt/managers/scheduler.py), no level, no file:line
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"[{stamp}{' TP0' if tp else ''}] {message}", flush=True)
+
+
+def gpu_hold(mib: int) -> None:
+    if GPU_FILE:
+        with open(GPU_FILE, "w") as f:
+            json.dump({"held_mib": mib, "pid": os.getpid()}, f)
+
+
+def scheduler_main(ready_fd: int) -> None:
+    """The scheduler child: no SIGTERM handler (the default kills it), dies with its parent, releases GPU memory only
+    on ShutdownReq (SIGUSR1 here); says "ready" through a pipe once loaded (engine.py: _wait_for_scheduler_ready)."""
+    if sys.platform == "linux":  # sglang/srt/utils/common.py: kill_itself_when_parent_died
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
+    if os.environ.get("STANDIN_CRASH") == "oom_kill":
+        os.kill(os.getpid(), signal.SIGKILL)  # what the OS OOM killer does while weights load
+    gpu_hold(HELD_MIB)
+    log("Load weight begin. avail mem=94.12 GB", tp=True)  # sglang/srt/model_executor/model_runner.py
+
+    def shutdown(signum, frame):  # ShutdownReq (sglang/srt/managers/scheduler.py sets gracefully_exit)
+        if os.environ.get("STANDIN_IGNORE_SHUTDOWN") == "1":
+            return
+        time.sleep(0.2)  # releasing pinned memory and the CUDA context in userspace
+        gpu_hold(0)
+        log("released GPU memory; scheduler exiting", tp=True)
+        os._exit(0)
+
+    signal.signal(signal.SIGUSR1, shutdown)
+    os.write(ready_fd, b"ready")
+    os.close(ready_fd)
+    while True:
+        time.sleep(3600)
+
+
+class Server:
+    def __init__(self, argv: list[str]):
+        self.args = parse_flags(argv)
+        self.running = 0  # requests in flight
+        self.phantom = os.environ.get("STANDIN_PHANTOM") == "1"
+        self.totals = {"generation_tokens": 0.0, "spec_verify_calls": 0.0}
+        # sglang/srt/managers/scheduler_components/metrics_reporter.py: per-interval and lifetime spec counters
+        self.interval = {"accept": 0, "forward": 0, "tokens": 0, "steps": 0, "tic": time.perf_counter()}
+        self.lifetime = {"accept": 0, "forward": 0}
+        self.speculative = self.args.get("--speculative-algorithm")
+        self.started = time.time()
+        self.ready = False
+        self.gracefully_exit = False
+        self.scheduler: subprocess.Popen | None = None
+
+    # ---- HTTP: sglang/srt/entrypoints/http_server.py ----
+    async def health_generate(self, request: web.Request) -> web.Response:
+        if self.gracefully_exit or not self.ready:  # ServerStatus.Starting / gracefully_exit: 503
+            return web.Response(status=503)
+        await asyncio.sleep(0.01)  # a one-token generation goes through the scheduler
+        return web.Response(status=200)
+
+    async def server_info(self, request: web.Request) -> web.Response:
+        if request.path == "/get_server_info":
+            log("Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
+                "Please use '/server_info' instead.")
+        mrr = int(self.args.get("--max-running-requests") or (48 if self.speculative else 1024))
+        state = {  # sglang/srt/managers/scheduler_components/internal_state.py: get_internal_state
+            "effective_max_running_requests_per_dp": mrr,
+            "last_gen_throughput": 0.0,
+            "startup_time": {"load_weight": 41.5, "kv_cache_allocation": 2.25, "scheduler_e2e": 60.0,
+                             "cuda_graph": {"prefill": 0.0, "decode": 12.0}},
+            # sglang/srt/managers/scheduler_components/memory_usage.py: build_memory_usage
+            "memory_usage": {"weight": 27.81, "kvcache": 51.2, "startup_available": 94.12, "token_capacity": 812345,
+                             "token_capacity_swa": None,
+                             "graph": {"prefill": 0.0, "decode": 1.5, "target_verify": 0.5 if self.speculative else 0.0,
+                                       "draft_prefill": 0.0, "draft_decode": 0.0, "draft_extend": 0.0}},
+        }
+        if self.speculative and self.lifetime["forward"] > 0:  # _average_accept_length: every 40 steps, since flush
+            state["avg_spec_accept_length"] = self.lifetime["accept"] / self.lifetime["forward"]
+        resolved = {k.lstrip("-").replace("-", "_"): v for k, v in self.args.items()}
+        resolved.setdefault("max_running_requests", None)
+        resolved.setdefault("attention_backend", "flashinfer")
+        resolved.setdefault("speculative_algorithm", None)
+        info = {  # sglang/srt/utils/common.py: build_server_info, then http_server.py: server_info
+            **resolved,
+            "launch_command": " ".join(["sglang", "serve", *sys.argv[1:]]),  # holds the port: differs per cell
+            "max_total_num_tokens": 812345, "max_req_input_len": 262139,
+            "startup_time": {**state["startup_time"], "tokenizer_e2e": 75.0},
+            "internal_states": [state],
+            "version": VERSION,
+            "frontend": "python",
+        }
+        return web.json_response(info)
+
+    async def flush_cache(self, request: web.Request) -> web.Response:
+        # http_server.py: flush_cache(timeout: float = Query(0.0, ge=0.0)); flush_wrapper.py: SchedulerFlushWrapper
+        try:
+            timeout = float(request.query.get("timeout", "0"))
+            assert timeout >= 0
+        except (ValueError, AssertionError):
+            return web.json_response({"detail": "timeout must be >= 0"}, status=422)
+        deadline = time.monotonic() + timeout * SCALE
+        if timeout > 0:
+            while not self.idle() and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+        if self.idle():
+            self.lifetime = {"accept": 0, "forward": 0}  # metrics_reporter.reset_metrics()
+            log("Cache flushed successfully!", tp=True)
+            return web.Response(text="Cache flushed.\nPlease check backend logs for more details. (When there are "
+                                     "running or waiting requests, the operation will not be performed.)\n")
+        if timeout > 0:
+            log("Deferred flush_cache timed out while waiting for idle state.", tp=True)
+            return web.Response(status=400, text="Timed out waiting for idle state.")
+        # sglang/srt/managers/scheduler.py: flush_cache refuses while anything runs or waits
+        log(f"Cache not flushed because there are pending requests. #queue-req: 0, #running-req: "
+            f"{self.running + self.phantom}", tp=True)
+        return web.Response(status=400, text="Flush cache failed.\n")
+
+    def idle(self) -> bool:
+        return self.running == 0 and not self.phantom
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        # sglang/srt/utils/common.py: add_prometheus_middleware, only with --enable-metrics (http_server.py);
+        # sglang/srt/observability/metrics_collector.py: names and labels
+        if "--enable-metrics" not in self.args:
+            return web.Response(status=404, text="Not Found")
+        labels = 'model_name="%s",engine_type="unified",tp_rank="0",pp_rank="0"' % self.args.get("--served-model-name")
+        text = ("# HELP sglang:generation_tokens_total Number of generation tokens processed.\n"
+                "# TYPE sglang:generation_tokens_total counter\n"
+                f'sglang:generation_tokens_total{{{labels},is_streaming="true"}} {self.totals["generation_tokens"]}\n'
+                f'sglang:generation_tokens_total{{{labels},is_streaming="false"}} 0.0\n'
+                "# HELP sglang:spec_verify_calls_total Number of speculative decoding verification calls.\n"
+                "# TYPE sglang:spec_verify_calls_total counter\n"
+                f'sglang:spec_verify_calls_total{{{labels}}} {self.totals["spec_verify_calls"]}\n')
+        return web.Response(text=text, content_type="text/plain")
+
+    async def models(self, request: web.Request) -> web.Response:
+        name = self.args.get("--served-model-name")
+        return web.json_response({"object": "list", "data": [{"id": name, "object": "model", "owned_by": "sglang"}]})
+
+    # ---- generation: sglang/srt/entrypoints/openai/serving_completions.py and serving_chat.py ----
+    async def generate(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        chat = request.path.endswith("/chat/completions")
+        prompt = json.dumps(body.get("messages")) if chat else str(body.get("prompt", ""))
+        n_tokens = int(body.get("max_tokens") or 16)
+        options = body.get("stream_options") or {}
+        # speculative: tokens per verify step depend on the prompt, so warm-up, probes and measured requests differ
+        per_step = 1 + (len(prompt) % 3) if self.speculative else 1
+        self.running += 1
+        try:
+            pieces, verifies = [1], 0  # the first token comes from prefill
+            while sum(pieces) < n_tokens:
+                pieces.append(min(per_step, n_tokens - sum(pieces)))
+                verifies += 1 if self.speculative else 0
+            if not body.get("stream"):  # the probes' chat answers: a plain sentence that stops (finish "stop")
+                words = "Here is a short and plain answer from the stand-in server.".split()[:n_tokens]
+                for _ in words:
+                    await self.step(1)
+                self.finish(len(words), 0)
+                text = " ".join(words)
+                message = {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
+                return web.json_response({"id": "x", "object": "chat.completion" if chat else "text_completion",
+                                          "model": body.get("model"), "choices": [{"index": 0, **message,
+                                          "finish_reason": "stop" if len(words) < n_tokens else "length"}],
+                                          "usage": {"prompt_tokens": 8, "completion_tokens": len(words),
+                                                    "total_tokens": 8 + len(words)}})
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            done = 0
+            for index, piece in enumerate(pieces):
+                await self.step(piece)
+                done += piece
+                delta = {"delta": {"content": " tok" * piece}} if chat else {"text": " tok" * piece}
+                chunk = {"id": "x", "object": "chat.completion.chunk" if chat else "text_completion",
+                         "model": body.get("model"), "choices": [{"index": 0, **delta, "logprobs": None,
+                         "finish_reason": "length" if index == len(pieces) - 1 else None}]}
+                if options.get("continuous_usage_stats"):  # cumulative usage in every chunk
+                    chunk["usage"] = {"prompt_tokens": 8, "completion_tokens": done, "total_tokens": 8 + done}
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.finish(n_tokens, verifies)
+            if options.get("include_usage"):  # the final usage chunk, choices []
+                usage = {"prompt_tokens": 8, "completion_tokens": n_tokens, "total_tokens": 8 + n_tokens}
+                await response.write(f"data: {json.dumps({'id': 'x', 'choices': [], 'usage': usage})}\n\n".encode())
+            await response.write(b"data: [DONE]\n\n")
+            return response
+        finally:
+            self.running -= 1
+
+    async def step(self, tokens: int) -> None:
+        """One decode step; every DECODE_LOG_INTERVAL steps a "Decode batch" line
+        (sglang/srt/managers/scheduler_components/metrics_reporter.py: report_decode_stats)."""
+        await asyncio.sleep(STEP_S)
+        interval = self.interval
+        interval["tokens"] += tokens
+        interval["steps"] += 1
+        if self.speculative:
+            interval["accept"] += tokens
+            interval["forward"] += 1
+        if interval["steps"] % DECODE_LOG_INTERVAL:
+            return
+        gap = time.perf_counter() - interval["tic"]
+        throughput = interval["tokens"] / gap * float(os.environ.get("STANDIN_SERVER_TPUT_FACTOR", "1"))
+        spec = ""
+        if self.speculative and interval["forward"]:
+            spec = f"accept len: {interval['accept'] / interval['forward']:.2f}, accept rate: 0.80, "
+            self.lifetime["accept"] += interval["accept"]
+            self.lifetime["forward"] += interval["forward"]
+        log(f"Decode batch, #running-req: {self.running}, #token: {self.running * 64}, token usage: 0.01, {spec}"
+            f"cuda graph: True, gen throughput (token/s): {throughput:.2f}, #queue-req: 0", tp=True)
+        self.interval = {"accept": 0, "forward": 0, "tokens": 0, "steps": 0, "tic": time.perf_counter()}
+
+    def finish(self, tokens: int, verifies: int) -> None:
+        # metrics_collector.py: observe_one_finished_request (counters move when a request finishes)
+        self.totals["generation_tokens"] += tokens
+        self.totals["spec_verify_calls"] += verifies
+        if os.environ.get("STANDIN_TRUTH"):
+            with open(os.environ["STANDIN_TRUTH"], "a") as f:
+                f.write(json.dumps({"tokens": tokens, "verifies": verifies, "t": time.time()}) + "\n")
+
+
+def parse_flags(argv: list[str]) -> dict[str, str | bool]:
+    flags: dict[str, str | bool] = {}
+    i = 0
+    while i < len(argv):
+        if argv[i].startswith("--"):
+            if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                flags[argv[i]] = argv[i + 1]
+                i += 2
+                continue
+            flags[argv[i]] = True
+        i += 1
+    return flags
+
+
+def crash_at_startup(kind: str, server: Server) -> None:
+    if kind == "flashinfer":  # flashinfer/utils.py: backend_requirement, raised in a scheduler
+        log("Scheduler hit an exception: Traceback (most recent call last):", tp=True)  # scheduler.py
+        print('  File "/x/flashinfer/utils.py", line 1021, in wrapper\n    raise BackendSupportedError(\n'
+              "flashinfer.utils.BackendSupportedError: trtllm_fp4_block_scale_moe does not support backend 'trtllm' "
+              "with capability 120", flush=True)
+        log("Received sigquit from a child process. It usually means the child failed.")  # engine.py
+        sys.exit(1)
+    if kind == "oom_kill":  # sglang/srt/entrypoints/engine.py: _wait_for_scheduler_ready, _scheduler_died_error
+        assert server.scheduler is not None
+        server.scheduler.wait()  # the pipe said EOF: the scheduler is gone
+        print("Traceback (most recent call last):\n"
+              f"RuntimeError: Rank 0 scheduler died during initialization (exit code: {server.scheduler.returncode}). "
+              "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to "
+              "check.", flush=True)
+        sys.exit(1)
+    if kind == "port":  # sglang/srt/utils/network.py: wait_port_available
+        port = int(server.args["--port"]) + 1
+        log(f"The port {port} is in use, but we could not find the process that uses it.")
+        print(f"ValueError: nccl_port at {port} is not available in 30 seconds. nccl_port at {port} is not available",
+              flush=True)
+        sys.exit(1)
+
+
+async def main() -> None:
+    server = Server(sys.argv[1:])
+    log(f"server_args=ServerArgs(model_path={server.args.get('--model-path')!r}, ...)")
+    if server.speculative and "--max-running-requests" not in server.args:
+        # sglang/srt/arg_groups/speculative_hook.py
+        log("Max running requests is reset to 48 for speculative decoding. You can override this by explicitly "
+            "setting --max-running-requests.")
+    read_end, write_end = os.pipe()
+    server.scheduler = subprocess.Popen([sys.executable, __file__, "--scheduler", str(write_end)],
+                                        pass_fds=(write_end,))
+    os.close(write_end)
+    loaded = await asyncio.get_running_loop().run_in_executor(None, os.read, read_end, 16)
+    if os.environ.get("STANDIN_CRASH") or loaded != b"ready":
+        crash_at_startup(os.environ.get("STANDIN_CRASH") or "oom_kill", server)
+    app = web.Application()
+    app.router.add_get("/health", server.health_generate)
+    app.router.add_get("/health_generate", server.health_generate)
+    app.router.add_get("/server_info", server.server_info)
+    app.router.add_get("/get_server_info", server.server_info)
+    app.router.add_route("*", "/flush_cache", server.flush_cache)
+    app.router.add_get("/metrics", server.metrics)
+    app.router.add_get("/v1/models", server.models)
+    app.router.add_post("/v1/completions", server.generate)
+    app.router.add_post("/v1/chat/completions", server.generate)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, server.args.get("--host", "127.0.0.1"), int(server.args["--port"])).start()
+    stop = asyncio.Event()
+
+    def sigterm() -> None:  # tokenizer_manager.py: SignalHandler.sigterm_handler
+        log(f"SIGTERM received. signum={signal.SIGTERM!r} frame=None. Draining requests and shutting down...")
+        server.gracefully_exit = True
+        stop.set()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, sigterm)
+    await asyncio.sleep(0.3)  # load weights, capture graphs: /health_generate answers 503 meanwhile
+    server.ready = True
+    log("The server is fired up and ready to roll!")  # http_server.py
+    await stop.wait()
+    # tokenizer_manager.py: sigterm_watchdog: notices within 5 s, drains, ShutdownReq, 15 s for the schedulers
+    await asyncio.sleep(5 * SCALE)
+    while server.running:
+        log(f"Gracefully exiting... Remaining number of requests {server.running}.")
+        await asyncio.sleep(5 * SCALE)
+    server.scheduler.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 15 * SCALE
+    while time.monotonic() < deadline and server.scheduler.poll() is None:
+        await asyncio.sleep(0.05)
+    if server.scheduler.poll() is None:
+        log(f"Schedulers still alive 15s after ShutdownReq, killing them before they released: [{server.scheduler.pid}]")
+        server.scheduler.kill()  # kill_process_tree(os.getpid(), include_parent=False)
+        server.scheduler.wait()
+    await runner.cleanup()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--scheduler"]:
+        scheduler_main(int(sys.argv[2]))
+    else:
+        asyncio.run(main())

@@ -1,0 +1,177 @@
+"""Contract tests of the harness's SGLang paths, through the stand-in SGLang 0.5.23 (sglang_standin.py: every behaviour
+cites the SGLang file it copies) and a fake nvidia-smi (bin/). The harness runs for real: `python -m evalharness run`
+on a matrix whose engine is sglang and whose command is the stand-in. SGLang itself cannot run here (GPU or AVX-512);
+these tests check our side of the contract and never replace the real-engine tests on vLLM."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalharness.serving.host import free_port
+from evalharness.serving.server import ServerProcess
+
+pytestmark = [pytest.mark.timeout(120)]
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+STANDIN = HERE / "sglang_standin.py"
+
+
+def harness_env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "PATH": f"{HERE / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "STANDIN_GPU_FILE": str(tmp_path / "gpu.json"), "PYTHONPATH": str(REPO)}
+
+
+def run_matrix(tmp_path: Path, axes: str, args: str = "{--max-running-requests: 8}", extra: str = "",
+               throughput: bool = True, extra_env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    scenarios = ("throughput: {scenarios: [{name: s, concurrency: 2, input_len: 16, output_len: 64, requests: 6, "
+                 "warmup_requests: 2}]}") if throughput else ""
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(f"""\
+name: contract
+engine: sglang
+model: stand-in/qwen3
+served_model_name: standin
+command: [{json.dumps(sys.executable)}, {json.dumps(str(STANDIN))}]
+args: {args}
+axes:
+{axes}
+timeouts: {{startup_s: 30, teardown_grace_s: 10, gpu_release_s: 1}}
+{extra if extra.startswith("probes") else "probes: {enabled: false}"}
+distribution: {{enabled: false}}
+{scenarios}
+{"" if extra.startswith("probes") else extra}""")
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "evalharness", "run", "--matrix", str(matrix), "--out", str(out)],
+                          env={**harness_env(tmp_path), **(extra_env or {})}, capture_output=True, text=True, timeout=110, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, json.loads((out / "results.json").read_text())["cells"], out
+
+
+def measured_truth(path: Path, measured: int) -> float:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    last = rows[-measured:]
+    return sum(r["tokens"] for r in last) / sum(r["verifies"] for r in last)
+
+
+def test_a_ready_sglang_cell_reports_memory_versions_acceptance_and_a_launcher_teardown(tmp_path):
+    truth = tmp_path / "truth-on.jsonl"
+    _, cells, out = run_matrix(tmp_path, f"""\
+  nextn:
+    "off": {{}}
+    "on": {{args: {{--speculative-algorithm: NEXTN, --speculative-num-draft-tokens: 2}},
+            env: {{STANDIN_TRUTH: {json.dumps(str(truth))}}}}}""")
+    on, off = cells["nextn-on"], cells["nextn-off"]
+    assert on["status"] == off["status"] == "ok", (on["reason"], off["reason"])
+    assert "--enable-metrics" in on["argv"]  # added for SGLang cells
+    # /server_info's internal_states[0].memory_usage and the effective batch ceiling
+    facts = on["server"]
+    assert facts["memory_gb"] == {"weights": 27.81, "kv_cache": 51.2, "cuda_graph": 2.0, "available_at_startup": 94.12}
+    assert facts["token_capacity"] == 812345 and facts["max_running_requests"] == 8
+    assert facts["startup_s"]["load_weight"] == 41.5 and facts["startup_s"]["cuda_graph.decode"] == 12.0
+    assert facts["versions"]["sglang"] == "0.5.23"
+    # acceptance: the counters' delta over exactly the 6 measured requests (not the 2 warm-up ones)
+    [scenario] = on["throughput"]
+    assert scenario["engine"]["spec_mean_acceptance_length"] == pytest.approx(measured_truth(truth, 6))
+    assert scenario["engine"]["spec_source"] == "metrics delta"
+    assert off["throughput"][0]["engine"].get("spec_mean_acceptance_length") is None
+    assert scenario["engine"]["server_decode_lines"] >= 1 and scenario["engine"]["server_cuda_graph"] == "on"
+    # the launch command (random port) and startup times are never settings
+    assert not any(k.startswith(("launch_command", "startup_time")) for k in on["resolved"])
+    # teardown: SIGTERM to the launcher only, it drained and asked its scheduler to release, memory came back
+    for cell in (on, off):
+        torn = cell["teardown"]
+        assert torn["sigterm_to"] == "launcher" and torn["signals"] == ["SIGTERM"] and torn["leftover"] == []
+        assert torn["launcher_exited_s"] is not None
+        assert torn["gpu_memory_before_mib"] == [1000] and torn["gpu_memory_after_mib"] == [1000]
+    log = (out / on["log"]).read_text()
+    assert log.index("SIGTERM received") < log.index("released GPU memory")
+    report = (out / "report.md").read_text()
+    assert "## Server" in report and "27.81" in report and "sglang 0.5.23" in report
+    assert "launch\\_command" not in report and "launch_command" not in report
+
+
+def test_a_refused_flush_gives_no_acceptance_figure_and_says_why(tmp_path):
+    _, cells, out = run_matrix(tmp_path, """\
+  nextn:
+    "on": {args: {--speculative-algorithm: NEXTN}, env: {STANDIN_PHANTOM: "1"}}""")
+    [scenario] = cells["nextn-on"]["throughput"]
+    assert "spec_mean_acceptance_length" not in scenario["engine"]
+    assert scenario["engine"]["spec_unavailable"].startswith(
+        "/flush_cache answered 400 (Timed out waiting for idle state.)")
+    assert "no figure: /flush\\_cache answered 400" in (out / "report.md").read_text()
+
+
+def test_server_and_client_throughput_that_disagree_are_flagged(tmp_path):
+    _, cells, out = run_matrix(tmp_path, """\
+  claim:
+    "double": {env: {STANDIN_SERVER_TPUT_FACTOR: "2"}}""")
+    engine = cells["claim-double"]["throughput"][0]["engine"]
+    assert engine["throughput_disagreement"] is True and 1.4 < engine["server_client_ratio"] < 3.0
+    assert "server and client disagree" in (out / "report.md").read_text()
+
+
+def test_sglang_0_5_23_crash_texts_classify(tmp_path):
+    _, cells, _ = run_matrix(tmp_path, """\
+  crash:
+    flashinfer: {env: {STANDIN_CRASH: flashinfer}}
+    oom_kill: {env: {STANDIN_CRASH: oom_kill}}
+    port: {env: {STANDIN_CRASH: port}}""", throughput=False)
+    kinds = {cid: (c["status"], c["crash"]["kind"]) for cid, c in cells.items()}
+    assert kinds == {"crash-flashinfer": ("crashed", "unsupported_kernel"),
+                     "crash-oom_kill": ("crashed", "out_of_memory"), "crash-port": ("crashed", "port_in_use")}
+    assert "exit code: -9" in cells["crash-oom_kill"]["crash"]["line"]
+
+
+def test_memory_still_held_refuses_the_next_cell_instead_of_a_false_out_of_memory(tmp_path):
+    # the killed scheduler's memory lingers 60 s (the driver's late release), longer than gpu_release_s (1 s)
+    _, cells, out = run_matrix(tmp_path, """\
+  c:
+    a: {env: {STANDIN_IGNORE_SHUTDOWN: "1"}}
+    b: {}""", throughput=False, extra_env={"STANDIN_GPU_LINGER_S": "60"})
+    first, second = cells["c-a"], cells["c-b"]
+    assert "GPU memory not released after teardown: [1500]" in first["reason"]
+    assert "Schedulers still alive 15s after ShutdownReq" in (out / first["log"]).read_text()
+    assert second["status"] == "error" and second["crash"] is None and second["teardown"] is None
+    assert second["reason"].startswith("not launched: GPU memory still held from an earlier server ([1500] MiB")
+    assert "schedulers_killed_before_release" in {w["key"] for w in first["warnings"]}
+
+
+@pytest.mark.parametrize("terminate,held,released", [("launcher", 0, True), ("group", 1500, False)])
+def test_teardown_order_launcher_first_lets_the_scheduler_release(tmp_path, monkeypatch, terminate, held, released):
+    """The reason for `terminate: launcher`: a group SIGTERM reaches SGLang's scheduler (no SIGTERM handler) before
+    the launcher can ask it to release its GPU memory."""
+    monkeypatch.setenv("STANDIN_GPU_FILE", str(tmp_path / "gpu.json"))
+    port = free_port()
+    server = ServerProcess([sys.executable, str(STANDIN), "--model-path", "m", "--host", "127.0.0.1", "--port",
+                            str(port)], {}, tmp_path / "server.log", f"http://127.0.0.1:{port}/health_generate")
+    server.start()
+    assert server.wait_ready(timeout_s=30).outcome == "ready"
+    torn = server.stop(grace_s=10, terminate=terminate)
+    assert torn.leftover == [] and torn.signals == ["SIGTERM"]
+    assert json.loads((tmp_path / "gpu.json").read_text())["held_mib"] == held
+    assert ("released GPU memory" in (tmp_path / "server.log").read_text()) is released
+
+
+def test_an_axis_that_changed_nothing_is_reported(tmp_path):
+    """DeepGEMM on/off through SGLANG_ENABLE_JIT_DEEPGEMM on a box where SGLang turns it off by itself: same resolved
+    settings, same probe answers; the report says the axis had no effect. NEXTN changes resolved settings: never."""
+    _, _, out = run_matrix(tmp_path, """\
+  deepgemm:
+    "on": {env: {SGLANG_ENABLE_JIT_DEEPGEMM: "1"}}
+    "off": {env: {SGLANG_ENABLE_JIT_DEEPGEMM: "0"}}
+  nextn:
+    "off": {}
+    "on": {args: {--speculative-algorithm: NEXTN}}""", throughput=False, extra="probes: {max_tokens: 16}")
+    results = json.loads((out / "results.json").read_text())
+    pairs = {(n["axis"], tuple(n["cells"])) for n in results["no_effect"]}
+    assert pairs == {("deepgemm", ("deepgemm-on.nextn-off", "deepgemm-off.nextn-off")),
+                     ("deepgemm", ("deepgemm-on.nextn-on", "deepgemm-off.nextn-on"))}
+    report = (out / "report.md").read_text()
+    assert "## Axes that changed nothing" in report and "**deepgemm** on vs off" in report
