@@ -160,17 +160,45 @@ def _measure(url, concurrency=4, requests=8, output_len=128):
     (["--tokens-per-chunk", "4", "--token-rate", "200", "--no-continuous-usage"], 4, "spread"),
 ], indirect=["null_server"])
 def test_throughput_matches_the_truth_whatever_the_chunking(null_server, k, source):
-    # long enough (about 4 s) that a few milliseconds of connection set-up on a busy machine stay far below 1%
-    result, truth = _measure(null_server, concurrency=4, requests=12, output_len=256)
+    with _Lateness() as lateness:  # how late this process got the CPU while it measured: a busy machine's share
+        result, truth = _measure(null_server, concurrency=4, requests=12, output_len=256)
     assert result.completed == 12 and result.output_tokens == truth["tokens"] == 12 * 256
-    assert result.output_tok_s == pytest.approx(truth["output_tok_s"], rel=0.01)
-    # events that land in one read are one arrival, so a busy client may see slightly larger chunks, never smaller
-    assert k <= result.tokens_per_chunk < k * 1.05
+    # the whole run takes about 4 s, each request about 1.3 s: a client woken late at either end of a span is off by
+    # at most twice its worst lateness, so the tolerance is that (never below 1% and 5%) on a busy machine
+    run_rel = max(0.01, 2 * lateness.worst_s / 4.0)
+    request_rel = max(0.05, 2 * lateness.worst_s / 1.28)
+    assert result.output_tok_s == pytest.approx(truth["output_tok_s"], rel=run_rel), lateness.worst_s
+    # events that land in one read are one arrival, so a client may see larger chunks, never smaller (how often it
+    # keeps up with the server is a matter of speed: benchmarks/client_capacity.py measures that, not a test)
+    assert result.tokens_per_chunk >= k
     # 200 tokens/s per request is 5 ms per token, whatever the number of tokens per chunk
-    assert result.itl_s.mean == pytest.approx(0.005, rel=0.05)
-    assert result.tpot_s.p50 == pytest.approx(0.005, rel=0.05)
-    assert result.request_decode_tok_s.p50 == pytest.approx(200, rel=0.05)
+    assert result.itl_s.mean == pytest.approx(0.005, rel=request_rel), lateness.worst_s
+    assert result.tpot_s.p50 == pytest.approx(0.005, rel=request_rel), lateness.worst_s
+    assert result.request_decode_tok_s.p50 == pytest.approx(200, rel=request_rel), lateness.worst_s
     assert result.token_sources == {source: 12}
+
+
+class _Lateness:
+    """The worst oversleep of a 2 ms sleep in a side thread while the block runs: how late this process is scheduled
+    on this machine right now (the GIL and the other core's load included)."""
+
+    def __enter__(self):
+        import threading
+        self.worst_s, self._stop = 0.0, threading.Event()
+
+        def watch():
+            while not self._stop.is_set():
+                begin = time.monotonic()
+                time.sleep(0.002)
+                self.worst_s = max(self.worst_s, time.monotonic() - begin - 0.002)
+
+        self._thread = threading.Thread(target=watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
 
 
 @pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "2", "--no-usage"]], indirect=True)
