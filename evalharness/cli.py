@@ -78,7 +78,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     out_dir = Path(args.out)
     try:
-        run, status = execute(matrix, cells, reference, Path(args.matrix), out_dir, args.resume)
+        if args.ray is not None or matrix.cluster is not None:  # only then is Ray imported
+            from evalharness.runner.ray_runner import execute_ray
+
+            address = None if args.ray in (None, "") else args.ray
+            run, status = execute_ray(matrix, cells, reference, Path(args.matrix), out_dir, args.resume, address)
+        else:
+            run, status = execute(matrix, cells, reference, Path(args.matrix), out_dir, args.resume)
     except RunError as exc:
         return _fail(str(exc))
     print(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary() or 'no cells finished'}")
@@ -258,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--matrix", required=True, help="matrix YAML file")
     run.add_argument("--out", required=True, help="output folder (results.json, report.md, cells/<id>/)")
     run.add_argument("--resume", action="store_true", help="finish a run in --out, skipping its finished cells")
+    run.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                     help="run the cells on a Ray cluster: its head's HOST:PORT, or none for the matrix's "
+                          "cluster.ray (default 'auto': RAY_ADDRESS or the cluster started on this machine)")
     run.set_defaults(func=cmd_run)
 
     validate = sub.add_parser("validate", help="check a matrix and list its cells without launching anything")

@@ -153,6 +153,20 @@ class GateSection(_Strict):
     min_throughput_ratio: float | None = Field(None, gt=0)
 
 
+class ClusterSection(_Strict):
+    """Run the cells on a Ray cluster (runner/ray_runner.py), as `run --ray` does: the reference first, then every
+    other cell as a Ray task asking for what one cell needs, so that no two cells share a GPU."""
+
+    ray: str = Field("auto", description="'auto' (RAY_ADDRESS, else the cluster `ray start` began on this machine) "
+                     "or the head node's address, host:port")
+    gpus_per_cell: float | None = Field(None, ge=0, description="GPUs one cell asks for; default the product of its "
+                                        "tensor-, pipeline- and data-parallel sizes in args (1 when none is given)")
+    resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources one cell asks for, "
+                                        "e.g. {eh_node: 1} with every node started with --resources '{\"eh_node\": 1}'"
+                                        ": one cell per node at a time")
+    max_retries: int = Field(2, ge=0, description="re-runs of a cell whose node or worker was lost mid-cell")
+
+
 AxisName = Annotated[str, Field(pattern=NAME_PATTERN)]
 ValueName = Annotated[str, Field(pattern=NAME_PATTERN)]
 
@@ -185,6 +199,7 @@ class Matrix(_Strict):
     throughput: ThroughputSection | None = None
     gate: GateSection | None = None
     report: ReportSection = Field(default_factory=ReportSection)
+    cluster: ClusterSection | None = Field(None, description="run on a Ray cluster (as `run --ray`)")
 
     _flags = field_validator("args")(classmethod(lambda cls, v: _check_flags(v)))
 

@@ -58,6 +58,8 @@ class CellResult(BaseModel):
     drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")
     log: str | None = Field(None, description="the server log, relative to the run folder")
     teardown: TeardownRecord | None = None
+    node: dict[str, Any] | None = Field(None, description="the machine that ran the cell when it is not the run's own "
+                                        "(meta.machine): a Ray node, with its node id, host, CPU and GPU models")
     started_at: str
     finished_at: str
     duration_s: float
@@ -84,6 +86,7 @@ class RunMeta(BaseModel):
     matrix: dict[str, Any] = Field(default_factory=dict, description="the validated matrix, secrets masked")
     started_at: str
     command: list[str] = []
+    cluster: dict[str, Any] | None = Field(None, description="a Ray run: address, Ray version, what a cell asked for")
 
 
 class RunResult(BaseModel):

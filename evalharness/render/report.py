@@ -10,7 +10,7 @@ from __future__ import annotations
 from evalharness.analysis.pareto import pareto, scenario_throughput
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
-from evalharness.records.provenance import machine_kind
+from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, other_kind
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.server import server_section
@@ -35,8 +35,10 @@ def render_markdown(run: RunResult) -> str:
         f"harness {md_text(meta.harness_version)} at {md_text(meta.git_revision or 'no git revision')}; "
         f"started {md_text(meta.started_at)} on {md_text(meta.machine.get('hostname', '?'))} "
         f"({meta.machine.get('cpus', '?')} CPUs, {meta.machine.get('memory_gib', '?')} GiB); "
-        f"measured on {md_text(machine_kind(meta.machine))}."
+        f"measured on {md_text(measured_on(run))}."
     )
+    if mixed_caveat(run):
+        parts += ["", mixed_caveat(run)]
     parts += ["", *pareto_section(run), "## Cells", ""]
     tasks = _task_names(run)
     rows = []
@@ -68,6 +70,7 @@ def render_markdown(run: RunResult) -> str:
     parts += _warnings_section(run)
     parts += _requests_section(run)
     parts += _crashes_section(run)
+    parts += nodes_section(run)
     for note in run.notes:
         parts += [f"> {md_text(note, 1000)}", ""]
     return "\n".join(parts).rstrip() + "\n"
@@ -108,7 +111,7 @@ def pareto_section(run: RunResult) -> list[str]:
             f"`{cid}`",
             "**yes**" if point and point.on_front else ("no" if point else ""),
             "" if tp is None else f"{tp:.1f}",
-            "" if tp is None or not ref_tp else f"{tp / ref_tp:.2f}x",
+            "" if tp is None or not ref_tp else f"{tp / ref_tp:.2f}x" + (" (other machine)" if other_kind(run, cid) else ""),
             acc, p_text, flips, agree, dist_text, same_text,
             ", ".join(f"`{c}`" for c in point.dominated_by) if point else "",
         ])
@@ -122,6 +125,8 @@ def pareto_section(run: RunResult) -> list[str]:
            "over the shared top-5 of the reference's greedy continuations (mean / p99).", "",
            markdown_table(["cell", "on front", "output tok/s", "vs reference", "accuracy Δ [95% CI]", "p",
                            "flips", "probes identical", "KLD mean / p99", "same top token", "dominated by"], rows), ""]
+    if mixed_caveat(run):
+        out[2:2] = [mixed_caveat(run), ""]
     failed = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status != "ok"]
     if failed:
         out += ["Not on the chart:", ""]
@@ -174,7 +179,7 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
     points, scenario = chart.points, chart.scenario
     lines = [f"### evalharness: {md_text(run.meta.matrix_name)}", ""]
     lines.append(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; measured on "
-                 f"{md_text(machine_kind(run.meta.machine))}")
+                 f"{md_text(measured_on(run))}")
     lines.append("")
     if points:
         rows = []

@@ -116,10 +116,10 @@ def write_outputs(run: RunResult, out_dir: Path) -> None:
     render_all(run, out_dir)
 
 
-def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path, resume: bool,
-            progress: Progress | None = None) -> tuple[RunResult, int]:
-    """Run every pending cell; return the run and the process exit status (0 done, 130/143 interrupted)."""
-    preflight(matrix, ENGINES[matrix.engine], reference)
+def open_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path,
+             resume: bool) -> RunResult:
+    """Everything before the first launch, on this machine or a Ray cluster alike: the output folder, the fresh or
+    resumed record, the probe set, orphans of a killed harness swept, stale cell folders set aside, the first save."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -145,6 +145,14 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
         write_outputs(run, out_dir)
     except OSError as exc:
         raise RunError(f"cannot write the results in {out_dir}: {exc.strerror or exc}") from None
+    return run
+
+
+def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path, resume: bool,
+            progress: Progress | None = None) -> tuple[RunResult, int]:
+    """Run every pending cell; return the run and the process exit status (0 done, 130/143 interrupted)."""
+    preflight(matrix, ENGINES[matrix.engine], reference)
+    run = open_run(matrix, cells, reference, matrix_path, out_dir, resume)
     engine = ENGINES[matrix.engine]
     # the reference runs first: every other cell's probes (and later, drift) are judged against it
     pending = sorted((c for c in cells if c.id not in run.cells), key=lambda c: c.id != reference.id)
