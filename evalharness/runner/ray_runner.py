@@ -107,6 +107,7 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
     number = {c.id: i + 1 for i, c in enumerate(cells)}
     tasks: dict[Any, _Task] = {}
     ref_files: list[Any] = []
+    stopping: list[bool] = []  # set once the run is interrupted: a task lost now is not submitted again
     exit_status = 0
 
     def submit(cell: Cell, attempt: int) -> None:
@@ -164,6 +165,8 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
         record(task.cell, CellResult.model_validate(payload["result"]), payload.get("folder"))
 
     def lost(task: _Task, reason: str) -> None:
+        if stopping:
+            return
         if task.attempt <= max_retries:
             run.notes.append(f"{task.cell.id}: attempt {task.attempt} lost: {reason}; submitted again "
                              f"(attempt {task.attempt + 1} of {max_retries + 1})")
@@ -186,15 +189,20 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
             run.complete = len(run.cells) == len(cells)
         except (KeyboardInterrupt, Interrupted) as exc:
             with INTERRUPT.deferred():
+                stopping.append(True)
                 run.interrupted = True
                 exit_status = 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
                 progress.message(f"interrupted ({exc or 'SIGINT'}): cancelling {len(tasks)} Ray task(s); each "
                                  "tears its server down")
                 _cancel_all(ray, tasks, matrix, settle)
                 progress.message(f"saved {len(run.cells)} finished cells; --resume finishes the run")
+        except OSError as exc:  # disk full, folder gone or read-only: stop, and say what the folder still holds
+            raise RunError(f"cannot save the results in {out_dir}: {exc.strerror or exc}; results.json holds the "
+                           "last good save; free the space and run again with --resume") from None
         finally:
             with INTERRUPT.deferred():
                 if tasks:  # an error on the way out (a failed save, a preflight): no task may outlive the driver
+                    stopping.append(True)
                     _cancel_all(ray, tasks, matrix, lambda task: None)
                 with contextlib.suppress(OSError):
                     _save(run, out_dir)

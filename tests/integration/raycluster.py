@@ -119,12 +119,14 @@ class PrivateRayCluster:
             time.sleep(1)
         raise RuntimeError(f"the private Ray cluster did not reach {count} nodes in {timeout_s:.0f}s")
 
-    def kill_node(self, node: RayNode) -> None:
-        """The node is lost: its raylet and everything of the node SIGKILLed at once (no graceful shutdown)."""
+    def kill_node(self, node: RayNode, spare: set[int] = frozenset()) -> None:
+        """The node is lost: its Ray processes (`ray start`, raylet, workers) SIGKILLed at once, no graceful shutdown;
+        the pids in `spare` (what a cell started: its engine, the node guard) are left to fend for themselves."""
         node.remember()
         for proc in [psutil.Process(node.proc.pid), *node.seen.values()]:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                proc.kill()
+            if proc.pid not in spare:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    proc.kill()
         node.proc.wait(timeout=30)
 
     def stop(self) -> None:
