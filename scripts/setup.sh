@@ -25,7 +25,7 @@ want=$(hash_of pyproject.toml)
 if [ "$(cat .venv/.stamp 2>/dev/null)" != "$want" ]; then
   echo "setup: harness environment (.venv)"
   run_logged "$PYTHON" -m venv .venv
-  run_logged .venv/bin/pip install -e '.[test]'
+  run_logged .venv/bin/pip install -e '.[test,ray]'  # ray: the Ray runner's tests run on a private local cluster
   echo "$want" > .venv/.stamp
 fi
 

@@ -177,15 +177,23 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
                 matrix, task.cell, out_dir, f"lost its node or worker {task.attempt} time(s) (cluster.max_retries "
                 f"{max_retries}); last: {reason}", task.submitted), None)
 
-    with INTERRUPT.installed():
+    def step() -> None:
+        _step(ray, tasks, settle, demands, matrix, out_dir, record)
+        if INTERRUPT.pending is not None:  # a signal that came during the step: acted on here, between Ray calls
+            signum, INTERRUPT.pending = INTERRUPT.pending, None
+            raise Interrupted(signum)
+
+    # Signals are only remembered while Ray's calls run (an exception raised from a handler inside ray.wait leaves
+    # Ray's C code with "a result with an exception set"), and acted on between them, within WAIT_S.
+    with INTERRUPT.installed(), INTERRUPT.deferred():
         try:
             for cell in pending:
                 submit(cell, 1)
                 if cell.id == reference.id:  # the others are judged against it: it runs alone, first
                     while tasks:
-                        _step(ray, tasks, settle, demands, matrix, out_dir, record)
+                        step()
             while tasks:
-                _step(ray, tasks, settle, demands, matrix, out_dir, record)
+                step()
             run.complete = len(run.cells) == len(cells)
         except (KeyboardInterrupt, Interrupted) as exc:
             with INTERRUPT.deferred():
