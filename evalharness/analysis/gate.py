@@ -30,6 +30,14 @@ class GateError(BaselineError):
     """Bad input for the gate or for `baseline save` (exit 2), like a baseline that cannot be read."""
 
 
+def measured_on(run: RunResult, cells: list[str]) -> dict:
+    """The machine that measured these cells: the Ray node of the first that records one, else the run's machine."""
+    for cid in cells:
+        if cid in run.cells and run.cells[cid].node:
+            return run.cells[cid].node
+    return run.meta.machine
+
+
 def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresholds: Thresholds) -> Baseline:
     chosen = cells or [c for c in run.cell_order if c in run.cells and run.cells[c].status == "ok"]
     out: dict[str, BaselineCell] = {}
@@ -49,13 +57,13 @@ def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresh
     return Baseline(created=now_iso(), matrix_name=run.meta.matrix_name, harness_version=run.meta.harness_version,
                     engine=run.meta.engine, engine_version=run.meta.engine_version,
                     lm_eval_version=run.meta.lm_eval_version, git_revision=run.meta.git_revision,
-                    machine=run.meta.machine, thresholds=thresholds, cells=out)
+                    machine=measured_on(run, list(out)), thresholds=thresholds, cells=out)
 
 
 def machine_warning(run: RunResult, baseline: Baseline) -> str | None:
     """A warning (not a violation) when the baseline was measured on another kind of machine, or on one not recorded:
     throughput and even drift differ by processor and GPU (bf16 without native support is another computation)."""
-    here, there = machine_kind(run.meta.machine), machine_kind(baseline.machine)
+    here, there = machine_kind(measured_on(run, run.cell_order)), machine_kind(baseline.machine)
     if here == there and here != "unknown":
         return None
     return (f"the baseline was measured on {'an unrecorded machine' if there == 'unknown' else 'another kind of machine'}"

@@ -136,6 +136,20 @@ def test_report_says_when_cells_ran_on_different_kinds_of_node():
     assert "measured on Xeon" not in text
 
 
+def test_the_gate_compares_the_machine_that_measured_the_cells_not_the_driver():
+    from evalharness.analysis.gate import machine_warning, measured_on
+    from evalharness.records.baseline import Baseline, Thresholds
+
+    meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m.yaml", started_at="t",
+                   machine={"hostname": "login", "cpu_model": "Xeon"})
+    run = RunResult(meta=meta, reference="a", cell_order=["a"], cells={"a": _cell("a", _node("n1", gpu="H100"))})
+    assert measured_on(run, ["a"])["ray_node_id"] == "n1"
+    baseline = Baseline(created="t", matrix_name="m", harness_version="0", engine="vllm", thresholds=Thresholds(),
+                        machine=_node("n9", gpu="H100"), cells={})
+    assert machine_warning(run, baseline) is None
+    assert "another kind of machine" in machine_warning(run, baseline.model_copy(update={"machine": meta.machine}))
+
+
 # --- the driver's bookkeeping, against a scripted Ray -------------------------------------------------------------
 
 class _RayError(Exception):
