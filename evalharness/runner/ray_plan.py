@@ -48,8 +48,10 @@ def fits(demand: dict[str, float], node_resources: dict[str, float]) -> bool:
 
 
 def lost_reason(exc: BaseException) -> str:
+    """'NodeDiedError: Task failed because ... unavailable. Node IP: ..., node ID: ...': the exception's first
+    two sentences (Ray's messages go on with advice), 300 characters at most."""
     first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-    return f"{type(exc).__name__}: {first[:300]}"
+    return f"{type(exc).__name__}: {'. '.join(first.split('. ')[:2])[:300]}"
 
 
 def _interval(started: str, finished: str) -> tuple[datetime, datetime]:

@@ -150,6 +150,13 @@ def test_the_gate_compares_the_machine_that_measured_the_cells_not_the_driver():
     assert "another kind of machine" in machine_warning(run, baseline.model_copy(update={"machine": meta.machine}))
 
 
+def test_a_lost_reason_keeps_rays_first_sentences_not_its_advice():
+    exc = _NodeDied("Task failed because the node it was running on is dead or unavailable. Node IP: 10.0.0.2, node "
+                    "ID: abc. This can happen if the node was preempted. To see node death information, use `ray`")
+    assert lost_reason(exc) == ("_NodeDied: Task failed because the node it was running on is dead or unavailable. "
+                                "Node IP: 10.0.0.2, node ID: abc")
+
+
 # --- the driver's bookkeeping, against a scripted Ray -------------------------------------------------------------
 
 class _RayError(Exception):
