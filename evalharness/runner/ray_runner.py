@@ -47,7 +47,7 @@ def connect(address: str) -> Any:
         ray.init(address=address, log_to_driver=True, logging_level="WARNING", namespace="evalharness",
                  configure_logging=True)
     except Exception as exc:  # ConnectionError, RuntimeError: Ray's own words say what is wrong
-        hint = ("start one with `ray start --head` (README: Running on a Ray cluster) or pass --ray HOST:PORT"
+        hint = ("start one with `ray start --head` (README: "On a Ray cluster") or pass --ray HOST:PORT"
                 if address == "auto" else "is `ray start --head` running there, and is the port reachable?")
         raise RunError(f"cannot connect to the Ray cluster at {address!r}: {str(exc).splitlines()[0]}; {hint}") from None
     return ray
@@ -80,9 +80,9 @@ def execute_ray(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
     if matrix.engine == "external":
         raise RunError("engine 'external' serves from one endpoint that is already up: there is nothing to spread "
                        "over a Ray cluster; run it without --ray")
-    run = open_run(matrix, cells, reference, matrix_path, out_dir, resume)
-    ray = connect(address)
+    ray = connect(address)  # before the folder is touched: a cluster that is not there leaves nothing to resume
     try:
+        run = open_run(matrix, cells, reference, matrix_path, out_dir, resume)
         demands = {c.id: cell_demand(c, cluster) for c in cells}
         nodes = _nodes(ray)
         for cid, demand in demands.items():
