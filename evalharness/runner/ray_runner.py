@@ -86,6 +86,10 @@ def execute_ray(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
         demands = {c.id: cell_demand(c, cluster) for c in cells}
         nodes = _nodes(ray)
         for cid, demand in demands.items():
+            if not demand:  # a task asking for nothing runs anywhere, any number at once: never what a cell wants
+                raise RunError(f"cell {cid} would ask Ray for nothing (cluster.gpus_per_cell 0 and no "
+                               "cluster.resources): give each node a resource such as --resources '{\"eh_node\": 1}' "
+                               "and ask for it in cluster.resources")
             if cid not in run.cells and not any(fits(demand, n) for n in nodes):
                 raise RunError(f"no node of the Ray cluster at {address} has what cell {cid} asks for ({demand}); "
                                f"its nodes: {nodes}. Start nodes with --num-gpus/--resources, or change "
