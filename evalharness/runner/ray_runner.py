@@ -80,16 +80,17 @@ def execute_ray(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
     if matrix.engine == "external":
         raise RunError("engine 'external' serves from one endpoint that is already up: there is nothing to spread "
                        "over a Ray cluster; run it without --ray")
+    demands = {c.id: cell_demand(c, cluster) for c in cells}
+    for cid, demand in demands.items():
+        if not demand:  # a task asking for nothing runs anywhere, any number at once: never what a cell wants
+            raise RunError(f"cell {cid} would ask Ray for nothing (cluster.gpus_per_cell 0 and no cluster.resources): "
+                           "give each node a resource such as --resources '{\"eh_node\": 1}' and ask for it in "
+                           "cluster.resources")
     ray = connect(address)  # before the folder is touched: a cluster that is not there leaves nothing to resume
     try:
         run = open_run(matrix, cells, reference, matrix_path, out_dir, resume)
-        demands = {c.id: cell_demand(c, cluster) for c in cells}
         nodes = _nodes(ray)
         for cid, demand in demands.items():
-            if not demand:  # a task asking for nothing runs anywhere, any number at once: never what a cell wants
-                raise RunError(f"cell {cid} would ask Ray for nothing (cluster.gpus_per_cell 0 and no "
-                               "cluster.resources): give each node a resource such as --resources '{\"eh_node\": 1}' "
-                               "and ask for it in cluster.resources")
             if cid not in run.cells and not any(fits(demand, n) for n in nodes):
                 raise RunError(f"no node of the Ray cluster at {address} has what cell {cid} asks for ({demand}); "
                                f"its nodes: {nodes}. Start nodes with --num-gpus/--resources, or change "

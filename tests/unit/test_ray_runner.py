@@ -98,6 +98,14 @@ def test_cell_demand_defaults_to_the_tensor_parallel_size_and_adds_custom_resour
     assert fits({"GPU": 8.0}, {"GPU": 8.0, "CPU": 64}) and not fits({"GPU": 8.0, "eh_node": 1}, {"GPU": 8.0})
 
 
+def test_a_cell_asking_ray_for_nothing_is_refused_before_connecting(tmp_path):
+    matrix, cells = _cells()
+    matrix = matrix.model_copy(update={"cluster": ClusterSection(gpus_per_cell=0)})
+    with pytest.raises(ray_runner.RunError, match="would ask Ray for nothing"):
+        ray_runner.execute_ray(matrix, cells, cells[0], tmp_path / "m.yaml", tmp_path / "out", False)
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_cluster_section_refuses_unknown_keys():
     with pytest.raises(ValueError, match="gpu_per_cell"):
         ClusterSection.model_validate({"gpu_per_cell": 1})
