@@ -72,8 +72,10 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     print(f"matrix: {matrix} (the demo without its two fault cells: 4 cells; quality limit {args.limit})", flush=True)
+    load = lambda: "load average %.1f %.1f %.1f" % os.getloadavg()  # noqa: E731 - other work on the machine shows here
+    print(f"before: {load()}", flush=True)
     sequential, seq_cells = timed_run(matrix, folder / "sequential", env)
-    print(f"sequential: {sequential:.0f} s", flush=True)
+    print(f"sequential: {sequential:.0f} s ({load()} after)", flush=True)
     begin = time.monotonic()
     cluster = PrivateRayCluster(folder / "cluster", env={"PYTHONPATH": env["PYTHONPATH"]}).start(gpu_nodes=2)
     started = time.monotonic() - begin
@@ -81,14 +83,15 @@ def main() -> int:
         on_ray, ray_cells = timed_run(matrix, folder / "ray", cluster.env, "--ray", cluster.address)
     finally:
         cluster.stop()
-    print(f"two Ray nodes: {on_ray:.0f} s (+ {started:.0f} s to start the private cluster, not counted)")
+    print(f"two Ray nodes: {on_ray:.0f} s (+ {started:.0f} s to start the private cluster, not counted; {load()} after)")
     print(f"ratio sequential / Ray: {sequential / on_ray:.2f}x on {os.cpu_count()} cores shared by both nodes")
     print("per cell, seconds (sequential | Ray):")
     for cid in seq_cells:
         s, r = seq_cells[cid], ray_cells.get(cid, ("-", 0.0))
         print(f"  {cid:40s} {s[0]:>6s} {s[1]:7.0f} | {r[0]:>6s} {r[1]:7.0f}")
     print("Two cells at once share this machine's cores: each runs slower, so the gain is bounded by the time cells "
-          "spend waiting, not computing; on separate nodes each cell would keep its sequential time.")
+          "spend waiting, not computing; on separate nodes each cell would keep its sequential time. The reference "
+          "runs alone in both runs: its two times show how much other work on the machine changed in between.")
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
     return 0
