@@ -55,6 +55,8 @@ def _accuracy(cell: CellComparison) -> str:
 def cell_line(cell: CellComparison) -> str:
     """One line for one cell: its verdict, why, then its paired accuracy change and throughput ratios."""
     parts = [md_text("; ".join(cell.why), 300)] if cell.why else []
+    if cell.presence == "both" and cell.head_status != "ok" and not cell.transitions:
+        parts.insert(0, f"still {md_text(cell.head_status)}")
     launch = [f"{md_text(d.key)} {_value(d.reference)} → {_value(d.cell)}" for d in cell.launch[:3]]
     if launch:
         parts.append(", ".join(launch))

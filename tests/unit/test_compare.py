@@ -244,3 +244,11 @@ def test_the_short_form_goes_to_the_step_summary_and_the_markdown_file(tmp_path,
     assert "<details><summary>All 1 cells (1 unchanged within noise)" in comment and comment.rstrip().endswith(
         "</details>")
     assert summary.read_text() == "before\n" + comment + "\n"
+
+
+def test_a_cell_that_crashed_in_both_runs_the_same_way_is_unchanged(tmp_path):
+    kernel = CrashReason(kind="unsupported_kernel", line="RuntimeError", excerpt="x")
+    crashed = lambda d: _cell(d, "x", None, "crashed", crash=kernel)  # noqa: E731
+    cmp, _, _ = _pair(tmp_path, [lambda d: _cell(d, "ref"), crashed], [lambda d: _cell(d, "ref"), crashed])
+    assert cmp.cells[1].verdict == "same" and not cmp.failed()
+    assert "- `x` unchanged within noise: still crashed" in summary_markdown(cmp)
