@@ -43,6 +43,14 @@ def _value(value: Any) -> str:
     return "(unset)" if value is None else md_text(value, 80)
 
 
+def _version(value: Any) -> str:
+    """A git revision cut to 12 characters (its +dirty kept); other versions whole."""
+    text = str(value or "")
+    if re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", text):
+        text = text[:12] + text[40:]
+    return _value(text or None)
+
+
 def _accuracy(cell: CellComparison) -> str:
     acc = cell.accuracy
     if acc is None or acc.accuracy_delta is None:
@@ -62,9 +70,11 @@ def cell_line(cell: CellComparison) -> str:
         parts.append(", ".join(launch))
     if _accuracy(cell):
         parts.append(_accuracy(cell))
-    ratios = [f"{md_text(s.name)} {_ratio(s)} tok/s" for s in cell.scenarios if s.ratio is not None]
+    ratios = [f"{md_text(s.name)} {_ratio(s)}" for s in cell.scenarios if s.ratio is not None]
     if ratios:
-        parts.append(", ".join(ratios))
+        single = not any(s.ci_low is not None for s in cell.scenarios)
+        parts.append("tok/s head/base " + ", ".join(ratios) + (" (one measurement each: no noise estimate)"
+                                                               if single else ""))
     return f"- {_name(cell)} {VERDICTS[cell.verdict]}: " + "; ".join(parts)
 
 
@@ -80,7 +90,7 @@ def _headline(cmp: RunComparison) -> list[str]:
     limits = ", ".join(f"{k} {v}" for k, v in cmp.thresholds.items())
     lines = [f"Gate {gate} ({md_text(limits)}). {len(cmp.cells)} cells: {told or 'none'}."]
     if cmp.versions:
-        lines += ["", "Versions: " + "; ".join(f"{md_text(v.key)} {_value(v.reference)} → {_value(v.cell)}"
+        lines += ["", "Versions: " + "; ".join(f"{md_text(v.key)} {_version(v.reference)} → {_version(v.cell)}"
                                                 for v in cmp.versions) + "."]
     if cmp.matrix_changes:
         lines += ["", f"Matrix sections that changed: {md_text(', '.join(cmp.matrix_changes))}."]
@@ -107,7 +117,7 @@ def _table(cmp: RunComparison) -> str:
             f"{dist.mean_kld:.4f}" if dist and dist.available else "",
         ])
     return markdown_table(["cell", "verdict", "status", "accuracy Δ [95% CI]", "McNemar p", "flips r→w / w→r",
-                           "tok/s head/base", "probes identical", "KLD head‖base"], rows)
+                           "tok/s head/base [95% CI where repeated]", "probes identical", "KLD head‖base"], rows)
 
 
 def summary_markdown(cmp: RunComparison) -> str:

@@ -133,7 +133,7 @@ def test_a_setting_changed_within_noise_is_listed_with_its_flag(tmp_path):
     assert [(d.key, d.reference, d.cell) for d in x.launch] == [("--dtype", "float32", "bfloat16")]
     line = next(line for line in summary_markdown(cmp).splitlines() if line.startswith("- `x`"))
     assert "settings changed (--dtype)" in line and "--dtype float32 → bfloat16" in line
-    assert "accuracy Δ -0.010 [" in line and "flips 4 r→w / 2 w→r" in line and "single 1.30x tok/s" in line
+    assert "accuracy Δ -0.010 [" in line and "flips 4 r→w / 2 w→r" in line and "tok/s head/base single 1.30x (one measurement each" in line
 
 
 def test_throughput_repeats_give_an_interval_and_only_then_a_change_beyond_noise():
