@@ -1,4 +1,5 @@
-"""The command line: run, validate, report, detect, diagnose, bench, gate, baseline. Bad input exits 2 with one clear message; nothing else lives here."""
+"""The command line: run, validate, report, detect, diagnose, bench, gate, baseline, compare. Bad input exits 2 with one clear
+message; nothing else lives here."""
 
 from __future__ import annotations
 
@@ -249,6 +250,40 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from evalharness.analysis.compare import compare_runs
+    from evalharness.records.baseline import BaselineError
+    from evalharness.records.io import ResultsError, load_run
+    from evalharness.render.outputs import render_comparison
+
+    base_dir, head_dir = Path(args.base), Path(args.head)
+    try:
+        base, head = load_run(base_dir), load_run(head_dir)
+        cmp = compare_runs(base, base_dir, head, head_dir)  # CompareError, CellFileError and GateError included
+    except (ResultsError, BaselineError) as exc:
+        return _fail(str(exc))
+    out_dir = Path(args.out) if args.out else None
+    try:
+        render_comparison(cmp, base, head, out_dir, Path(args.markdown) if args.markdown else None)
+    except OSError as exc:
+        return _fail(f"cannot write the comparison: {exc}")
+    counts = {v: sum(c.verdict == v for c in cmp.cells) for v in ("fails", "changed", "only", "differs", "same")}
+    print(f"compare: {base_dir} -> {head_dir}: {len(cmp.cells)} cells: {counts['fails']} fail the gate, "
+          f"{counts['changed']} changed beyond noise, {counts['only']} in one run only, {counts['differs']} differ in "
+          f"settings or warnings, {counts['same']} unchanged within noise")
+    if cmp.machine_warning:
+        print(f"compare: warning: {cmp.machine_warning}")
+    for line in cmp.violations:
+        print(f"  - {line}")
+    if out_dir is not None:
+        print(f"comparison: {out_dir / 'compare.md'} (short form: {out_dir / 'summary.md'})")
+    if cmp.failed():
+        print(f"compare: FAIL: {len(cmp.violations)} violation(s) of the gate thresholds ({cmp.thresholds})")
+        return 1
+    print(f"compare: pass ({cmp.thresholds})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evalharness", description=__doc__)
     parser.add_argument("--version", action="version", version=f"evalharness {__version__}")
@@ -309,6 +344,14 @@ def build_parser() -> argparse.ArgumentParser:
     save.add_argument("--cell", action="append", help="cells to keep (default: every ok cell)")
     save.add_argument("-o", "--output", required=True)
     save.set_defaults(func=cmd_baseline_save)
+
+    compare = sub.add_parser("compare", help="what changed between two runs of one matrix, cell by cell (exit 0, 1 "
+                             "when a change fails the matrix's gate thresholds, 2 on bad input)")
+    compare.add_argument("base", help="run folder of the base (e.g. the main branch)")
+    compare.add_argument("head", help="run folder of the head (e.g. the pull request)")
+    compare.add_argument("--out", help="write compare.md, summary.md, compare.json and compare.png here")
+    compare.add_argument("--markdown", help="write the short form (a pull-request comment) to this file")
+    compare.set_defaults(func=cmd_compare)
 
     report = sub.add_parser("report", help="re-render report.md from a run folder's results.json")
     report.add_argument("dir")

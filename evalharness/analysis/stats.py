@@ -57,3 +57,23 @@ def topk_kl(reference: dict[str, float], cell: dict[str, float]) -> float:
     q_rest = max(1e-6, 1.0 - sum(q.values()))
     total = sum(pt * math.log(pt / max(q[t], 1e-12)) for t, pt in p.items() if pt > 0)
     return max(0.0, total + p_rest * math.log(p_rest / q_rest))
+
+
+def ratio_interval(before: Sequence[float], after: Sequence[float], *, resamples: int = 2000, seed: int = 0,
+                   confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean(after) / mean(before), low, high) from independent repeats of each side (not paired: repeat i of one run
+    has nothing to do with repeat i of the other), a percentile interval from resampling each side's repeats."""
+    if not before or not after or sum(before) <= 0:
+        raise ValueError("ratio_interval needs repeats on both sides and a positive mean before")
+    rng = random.Random(seed)
+    observed = (sum(after) / len(after)) / (sum(before) / len(before))
+    ratios = []
+    for _ in range(resamples):
+        b = sum(before[rng.randrange(len(before))] for _ in before) / len(before)
+        a = sum(after[rng.randrange(len(after))] for _ in after) / len(after)
+        ratios.append(a / b if b > 0 else math.inf)
+    ratios.sort()
+    alpha = (1 - confidence) / 2
+    low = ratios[max(0, int(math.floor(alpha * resamples)))]
+    high = ratios[min(resamples - 1, int(math.ceil((1 - alpha) * resamples)) - 1)]
+    return observed, low, high
