@@ -1,0 +1,99 @@
+"""What every detector shares: the sample, the finding, and the structure of a text (code, tables, rules, numeric rows)
+that makes symbols, repeats and non-words legitimate."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from functools import lru_cache
+
+from pydantic import BaseModel
+
+
+class Sample(BaseModel):
+    """One output to judge, with what is known about how it was asked for."""
+
+    output: str
+    prompt: str | None = None
+    finish_reason: str | None = None  # "stop" | "length" | ...
+    expect_stop: bool = False  # the prompt asks for a short answer: hitting max_tokens is suspicious
+    reference_output: str | None = None  # the reference cell's answer to the same prompt
+
+
+class Finding(BaseModel):
+    detector: str
+    strength: str  # "hard" | "soft"
+    evidence: str
+
+
+class SampleVerdict(BaseModel):
+    garbage: bool
+    findings: list[Finding] = []
+
+
+def clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+WORD = re.compile(r"\w+", re.UNICODE)
+LETTERS = re.compile(r"[^\W\d_]+", re.UNICODE)
+# Characters that legitimately repeat in formatting: table rules, underlines, dotted leaders, code fences.
+FORMATTING_CHARS = set("-=_*#~.|:+`/\\<>0 ")
+TABLE_LINE = re.compile(r"^\s*([|+].*[|+]|[-=:+| ]{3,})\s*$")
+NUMBER = re.compile(r"^[-+±]?(\d+([.,]\d*)?|\.\d+)([eE][-+]?\d+)?[.,;%]?$")
+FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+RULE_CHARS = set("-=_*#~+|:. ─━═│┃┼╋")
+
+
+def is_rule_line(line: str) -> bool:
+    """A Markdown/ASCII rule or separator ('---', '***', '- - -', '+----+'): only rule characters, three or more."""
+    stripped = line.strip()
+    return len(stripped) >= 3 and set(stripped) <= RULE_CHARS
+
+
+def is_numeric_row(line: str) -> bool:
+    """A row of a matrix, a vector or a numeric table: mostly numbers between brackets, bars and commas."""
+    tokens = [t for t in re.split(r"[\s,;|\[\](){}]+", line) if t]
+    numbers = sum(bool(NUMBER.match(t)) for t in tokens)
+    return numbers >= 2 and numbers >= 0.6 * len(tokens)
+
+
+def structure_lines(text: str) -> list[bool]:
+    """For each line: is it structure (inside a code fence, a fence, a table row or rule, a numeric row)?"""
+    flags, in_code = [], False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            flags.append(True)
+            in_code = not in_code
+            continue
+        flags.append(in_code or bool(TABLE_LINE.match(line)) or is_rule_line(line) or is_numeric_row(line))
+    return flags
+
+
+def prose(text: str) -> str:
+    """The text without its structure lines (code blocks, tables, rules, numeric rows)."""
+    return "\n".join(line for line, structural in zip(text.splitlines(), structure_lines(text)) if not structural)
+
+
+SCRIPT_NAMES = ("LATIN", "CYRILLIC", "GREEK", "ARABIC", "HEBREW", "DEVANAGARI", "THAI", "HANGUL", "HIRAGANA",
+                "KATAKANA", "CJK", "BENGALI", "TAMIL", "GEORGIAN", "ARMENIAN", "ETHIOPIC", "TELUGU", "KANNADA",
+                "MALAYALAM", "GUJARATI", "GURMUKHI", "SINHALA", "KHMER", "LAO", "MYANMAR", "TIBETAN")
+
+
+@lru_cache(maxsize=8192)
+def script_of(ch: str) -> str | None:
+    """The writing system of a letter (kana and ideographs count as one, CJK), or None for a non-letter."""
+    if not ch.isalpha():
+        return None
+    name = unicodedata.name(ch, "")
+    for script in SCRIPT_NAMES:
+        if name.startswith(script) or f" {script} " in f" {name} ":
+            return "CJK" if script in ("HIRAGANA", "KATAKANA", "CJK") else script
+    return "OTHER"
+
+
+def scripts(text: str) -> Counter[str]:
+    return Counter(s for s in map(script_of, text) if s)

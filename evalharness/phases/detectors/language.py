@@ -1,0 +1,166 @@
+"""Detectors of text that is not language: byte-level BPE markers printed as text, letter salad (no real words and
+implausible letter sequences), and words glued together from several writing systems.
+
+The measures read two small tables built by scripts/make_detector_tables.py from permissive offline sources
+(data/NOTICE): character bigram log-probabilities per language for the Latin, Cyrillic and Greek scripts (langdetect's
+Wikipedia profiles), and an English word list (SCOWL). Thresholds are chosen on the train split of the corpus and
+documented in docs/quality.md.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+
+from evalharness.phases.detectors.base import LETTERS, Finding, Sample, clip, prose, script_of, scripts
+
+DATA = Path(__file__).resolve().parent / "data"
+
+# GPT-2's byte-to-unicode map prints the bytes that are not printable as U+0100..U+0143: space is Ġ, newline Ċ, tab ĉ.
+# Ġ and Ċ are also Maltese capitals and ĉ is Esperanto, but only at the start of a word followed by a letter; glued
+# to the previous character, doubled, or standing alone they are markers of a broken detokenizer or vocabulary.
+SPACE_MARKERS = "\u0120\u010a\u0109"  # Ġ Ċ ĉ
+MARKER = re.compile(r"(?<=\S)[\u0120\u010a]|[\u0120\u010a\u0109](?=[\u0120\u010a\u0109\s\W]|$)|^[\u0120\u010a](?=\w)")
+# a UTF-8 lead byte printed as Latin-1 followed by a continuation byte printed as a marker: 'âĢĻ' is the byte-level
+# form of '’', 'ÃĤ' of 'Â'
+MOJIBAKE = re.compile(r"[\u00c2-\u00ef][\u0122-\u0142]")
+BPE_MIN_MARKERS = 2
+
+
+def bpe_markers(sample: Sample) -> Finding | None:
+    """Byte-level BPE markers (Ġ Ċ ĉ, and 'âĢ'-style byte pairs) in the text where spaces, newlines or punctuation
+    should be: 'ĠTheĠcapitalĠofĠFrance', 'ĊĊ', 'ItâĢĻs'. One marker in a very short answer is enough."""
+    text = sample.output
+    markers = len(MARKER.findall(text)) + len(MOJIBAKE.findall(text))
+    chunks = text.split()
+    initial = sum(chunk[0] in "\u0120\u010a" for chunk in chunks)
+    if initial >= 3 and initial >= 0.3 * len(chunks):
+        markers += initial  # 'The Ġcat Ġsat Ġon': a marker before every word is no Maltese capital
+    visible = len("".join(text.split()))
+    if markers >= BPE_MIN_MARKERS or (markers and visible <= 4 * markers + 4):
+        return Finding(detector="bpe_markers", strength="hard",
+                       evidence=f"{markers} byte-level BPE markers in {clip(text.strip(), 60)!r}")
+    return None
+
+
+@lru_cache(maxsize=1)
+def _bigrams() -> dict[str, dict[str, float]]:
+    with gzip.open(DATA / "bigrams.json.gz", "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+@lru_cache(maxsize=1)
+def _english() -> frozenset[str]:
+    with gzip.open(DATA / "english_words.txt.gz", "rt", encoding="utf-8") as f:
+        return frozenset(f.read().split())
+
+
+UNSEEN = -9.0  # log-probability of a bigram a language's profile never saw
+
+
+def _words(text: str) -> list[str]:
+    """Words of prose in the scripts the tables cover; identifiers (camelCase, snake_case, ALLCAPS, words with digits),
+    URLs and inline code are left out, since they are not meant to be dictionary words."""
+    text = re.sub(r"`[^`]*`|https?://\S+|\S+@\S+|\S*[_\d]\S*", " ", prose(text))
+    out = []
+    for word in LETTERS.findall(text):
+        if len(word) < 2 or (word[1:] != word[1:].lower()):
+            continue  # ALLCAPS, camelCase
+        if script_of(word[0]) in ("LATIN", "CYRILLIC", "GREEK"):
+            out.append(word.lower())
+    return out
+
+
+def plausibility(words: list[str]) -> tuple[float, str]:
+    """The mean log P(next letter | letter) of the words under the language whose bigrams fit them best."""
+    best, best_lang = -99.0, ""
+    for lang, table in _bigrams().items():
+        total, count = 0.0, 0
+        for word in words:
+            padded = f" {word} "
+            for a, b in zip(padded, padded[1:]):
+                total += table.get(a + b, UNSEEN)
+                count += 1
+        if count and total / count > best:
+            best, best_lang = total / count, lang
+    return best, best_lang
+
+
+def english_share(words: list[str]) -> float:
+    """The share of words that are English words (or an English word plus a common suffix)."""
+    english = _english()
+    known = 0
+    for word in words:
+        if word in english or any(word.endswith(s) and word[: -len(s)] in english for s in ("s", "es", "ed", "ing", "ly")):
+            known += 1
+    return known / max(1, len(words))
+
+
+SALAD_MIN_WORDS = 6
+SALAD_PLAUSIBILITY = -4.2  # below: letter sequences no covered language writes
+SALAD_ENGLISH_SHARE = 0.5  # below, when the letters look most like English: English-looking non-words
+SALAD_ENGLISH_FLOOR = -2.9  # ... and the letters fit English no better than this
+
+
+def letter_salad(sample: Sample) -> Finding | None:
+    """Keyboard mash or token salad: words whose letter sequences no language in the tables writes, or, in text whose
+    letters look English, mostly non-words."""
+    words = _words(sample.output)
+    if len(words) < SALAD_MIN_WORDS:
+        return None
+    score, lang = plausibility(words)
+    if score < SALAD_PLAUSIBILITY:
+        return Finding(detector="letter_salad", strength="hard",
+                       evidence=f"letter bigrams at {score:.2f} nats per letter (best fit {lang}): {clip(' '.join(words), 60)!r}")
+    if lang == "en":
+        share = english_share(words)
+        if share < SALAD_ENGLISH_SHARE and score < SALAD_ENGLISH_FLOOR:
+            return Finding(detector="letter_salad", strength="hard",
+                           evidence=f"{share:.0%} of {len(words)} words are English words: {clip(' '.join(words), 60)!r}")
+    return None
+
+
+# Scripts that write without spaces, or glue particles to Latin words ("Python을", "使用Python"): Latin next to them
+# inside one chunk is ordinary.
+UNSPACED = {"CJK", "HANGUL", "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN"}
+MIXED_MIN_WORDS = 2
+
+
+def _script_runs(chunk: str) -> list[str]:
+    runs: list[tuple[str, int]] = []
+    for ch in chunk:
+        script = script_of(ch)
+        if script is None:
+            if runs and unicodedata.category(ch) in ("Mn", "Mc"):
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1)  # a vowel sign belongs to its letter's run
+            continue
+        if runs and runs[-1][0] == script:
+            runs[-1] = (script, runs[-1][1] + 1)
+        else:
+            runs.append((script, 1))
+    return [s for s, n in runs if n >= 2]
+
+
+def mixed_script_words(sample: Sample) -> Finding | None:
+    """Words made of pieces of several writing systems: 'ingпредationして', 'ownedशकedness'. A letter from another
+    script in a word ('Δx', '5μm') is notation; runs of two letters or more from two scripts that both use spaces, or
+    from three scripts, are token salad."""
+    mixed, loose = [], []
+    chunks = sample.output.split()
+    for chunk in chunks:
+        distinct = set(_script_runs(chunk))
+        if len(distinct) >= 3 or (len(distinct) == 2 and not distinct & UNSPACED):
+            mixed.append(chunk)
+        elif len(distinct) == 2:
+            loose.append(chunk)
+    # Latin glued to CJK, Hangul or Thai is ordinary in those languages' text, but not in a text of three scripts
+    if len(set(scripts(sample.output))) >= 3 and len(mixed) + len(loose) >= MIXED_MIN_WORDS + 1:
+        mixed += loose
+    if len(mixed) >= MIXED_MIN_WORDS or (mixed and len(chunks) <= 3):
+        return Finding(detector="mixed_script_words", strength="hard",
+                       evidence=f"{len(mixed)} words mix writing systems: {clip(' '.join(mixed[:4]), 60)!r}")
+    return None
