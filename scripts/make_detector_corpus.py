@@ -124,24 +124,24 @@ class Launch:
     why: str = ""
 
 
-LAUNCHES = [
+LAUNCHES = [  # in order of importance: a run out of budget skips the last ones
     Launch("healthy-float32", probes=True, lm_eval=12, request_faults=True, args=["--trust-request-chat-template"],
            why="the reference configuration"),
-    Launch("healthy-bfloat16", dtype="bfloat16", probes=True, prompts=0, why="the demo's drift cell"),
-    Launch("rope-theta-10", breaks=True, probes=True, prompts=40, max_tokens=96, lm_eval=3,
+    Launch("rope-theta-10", breaks=True, probes=True, prompts=40, max_tokens=80, lm_eval=3,
            args=["--hf-overrides", json.dumps({"rope_parameters": {"rope_theta": 10.0, "rope_type": "default"}})],
            why="the demo's garbage cell: rope_theta 10 instead of 100000"),
-    Launch("rope-linear-64", breaks=True, prompts=30, max_tokens=96, lm_eval=2,
+    Launch("healthy-bfloat16", dtype="bfloat16", probes=True, prompts=0, why="the demo's drift cell"),
+    Launch("no-bytelevel-decoder", breaks=True, prompts=30, max_tokens=80, lm_eval=2, tokenizer="no_decoder",
+           why="tokenizer.json without its ByteLevel decoder: tokens printed as stored (Ġ for space, Ċ for newline)"),
+    Launch("scrambled-vocab", breaks=True, prompts=30, max_tokens=80, lm_eval=2, tokenizer="scrambled",
+           why="tokenizer.json vocabulary ids shuffled (special tokens kept): the model reads and writes other tokens"),
+    Launch("rope-linear-64", breaks=True, prompts=30, max_tokens=80, lm_eval=2,
            args=["--hf-overrides", json.dumps({"rope_parameters": {"rope_theta": 100000.0, "rope_type": "linear",
                                                                    "factor": 64.0}})],
            why="wrong rope scaling: linear factor 64 on a model trained without scaling"),
-    Launch("rms-norm-eps-100", breaks=True, prompts=30, max_tokens=96, lm_eval=2,
+    Launch("rms-norm-eps-100", breaks=True, prompts=30, max_tokens=80, lm_eval=2,
            args=["--hf-overrides", json.dumps({"rms_norm_eps": 100.0})],
            why="rms_norm_eps 100 instead of 1e-5: every hidden state squashed toward zero"),
-    Launch("no-bytelevel-decoder", breaks=True, prompts=30, max_tokens=96, lm_eval=2, tokenizer="no_decoder",
-           why="tokenizer.json without its ByteLevel decoder: tokens printed as stored (Ġ for space, Ċ for newline)"),
-    Launch("scrambled-vocab", breaks=True, prompts=30, max_tokens=96, lm_eval=2, tokenizer="scrambled",
-           why="tokenizer.json vocabulary ids shuffled (special tokens kept): the model reads and writes other tokens"),
 ]
 
 
@@ -235,21 +235,21 @@ def request_faults(url: str) -> list[dict]:
                          timeout=10).json()["tokens"]
         tokens[text] = ids[-1]
     faults = []
-    for i, temp in enumerate([5.0, 5.0, 8.0, 10.0, 10.0, 15.0, 20.0, 20.0] * 4):
-        faults.append(("high_temperature", {"temperature": temp, "top_p": 1.0, "seed": i, "max_tokens": 80}, i))
+    for i, temp in enumerate([5.0, 5.0, 8.0, 10.0, 10.0, 15.0, 20.0, 20.0] * 3):
+        faults.append(("high_temperature", {"temperature": temp, "top_p": 1.0, "seed": i, "max_tokens": 64}, i))
     for i, (text, tid) in enumerate(tokens.items()):
         faults.append(("logit_bias", {"logit_bias": {str(tid): 100}, "temperature": 0.0, "max_tokens": 64}, i + 3))
         faults.append(("logit_bias", {"logit_bias": {str(tid): 12}, "temperature": 0.0, "max_tokens": 64}, i + 20))
     for i, pen in enumerate([0.05, 0.1, 0.2]):
         for j in range(4):
-            faults.append(("repetition_reward", {"repetition_penalty": pen, "temperature": 0.0, "max_tokens": 80},
+            faults.append(("repetition_reward", {"repetition_penalty": pen, "temperature": 0.0, "max_tokens": 64},
                            i * 7 + j))
     for i in range(8):
         faults.append(("frequency_reward", {"frequency_penalty": -2.0, "presence_penalty": -2.0, "temperature": 0.0,
-                                            "max_tokens": 80}, 30 + i))
+                                            "max_tokens": 64}, 30 + i))
     for name, template in BAD_TEMPLATES.items():
         for i in range(8):
-            faults.append((f"chat_template_{name}", {"chat_template": template, "temperature": 0.0, "max_tokens": 80},
+            faults.append((f"chat_template_{name}", {"chat_template": template, "temperature": 0.0, "max_tokens": 64},
                            i * 5 + 1))
     return faults
 
@@ -298,7 +298,7 @@ def run_launch(launch: Launch, python: Path, model: Path, tmp: Path, logs: Path)
                               "probe_id": p["id"], "how": f"{base_how}; chat, temperature 0, max_tokens 64"},
                              lambda pr=prompt: chat(engine.url, pr, {"max_tokens": 64})))
         for cls, prompt, max_tokens in CHAT_PROMPTS[: launch.prompts]:
-            mt = launch.max_tokens or max_tokens
+            mt = launch.max_tokens or min(max_tokens, 128)
             jobs.append(({"class": cls, "prompt": prompt, "expect_stop": cls == "terse",
                           "how": f"{base_how}; chat, temperature 0, max_tokens {mt}"},
                          lambda pr=prompt, mt=mt: chat(engine.url, pr, {"max_tokens": mt})))
@@ -316,7 +316,7 @@ def run_launch(launch: Launch, python: Path, model: Path, tmp: Path, logs: Path)
                                     "how": f"{base_how}; chat request {json.dumps(shown)}"},
                                    lambda pr=prompt, b=body: chat(engine.url, pr, b)))
         records = []
-        with ThreadPoolExecutor(4) as pool:
+        with ThreadPoolExecutor(8) as pool:
             results = list(pool.map(lambda job: (job, job[1]()), [*jobs, *fault_jobs]))
         for (fields, _), result in results:
             faulty = launch.breaks or any(job[0] is fields for job in fault_jobs)
@@ -341,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--raw", type=Path, default=DATA / "detector_corpus_raw.jsonl",
                     help="engine outputs, appended per launch (the corpus is rebuilt from it)")
     ap.add_argument("--build-only", action="store_true", help="rebuild the corpus from --raw and the hand-written set")
+    ap.add_argument("--budget-s", type=float, default=1380, help="start no launch after this many seconds")
     args = ap.parse_args(argv)
     python = args.engine_dir / "venv" / "bin" / "python"
     model = args.engine_dir / "models" / "SmolLM2-135M-Instruct"
@@ -348,11 +349,20 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tempfile.mkdtemp(prefix="evh-corpus-"))
         logs = tmp / "logs"
         logs.mkdir()
+        started = time.monotonic()
         try:
             for launch in LAUNCHES:
                 if args.only and launch.name not in args.only:
                     continue
-                records, probes = run_launch(launch, python, model, tmp, logs)
+                if time.monotonic() - started > args.budget_s:
+                    print(f"[{launch.name}] skipped: the engine-time budget ({args.budget_s:.0f} s) is spent", flush=True)
+                    continue
+                try:
+                    records, probes = run_launch(launch, python, model, tmp, logs)
+                except (RuntimeError, httpx.HTTPError) as exc:
+                    log = (logs / f"{launch.name}.log").read_text(errors="replace")[-1500:]
+                    print(f"[{launch.name}] failed: {exc}\n{log}", flush=True)
+                    continue
                 with args.raw.open("a", encoding="utf-8") as out:
                     for rec in records:
                         out.write(json.dumps(rec, ensure_ascii=False) + "\n")

@@ -25,24 +25,34 @@ OUT = Path(__file__).resolve().parents[1] / "evalharness" / "phases" / "detector
 SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
 
 
+SPECIAL = str.maketrans({"ł": "l", "ø": "o", "ß": "ss", "æ": "ae", "đ": "d", "ħ": "h", "ı": "i", "œ": "oe",
+                         "þ": "th", "ð": "d", "ŀ": "l", "ŧ": "t"})
+
+
+def fold(text: str) -> str:
+    """Lowercase without diacritics (the detector folds words the same way): 'Vltavě' -> 'vltave', 'għ' -> 'gh'."""
+    text = unicodedata.normalize("NFKD", text.lower().translate(SPECIAL))
+    return "".join(ch for ch in text if not unicodedata.combining(ch))
+
+
 def script_of(ch: str) -> str | None:
     name = unicodedata.name(ch, "")
     return next((s for s in SCRIPTS if name.startswith(s)), None)
 
 
 def bigram_table(profile: dict) -> dict[str, float] | None:
-    """log P(b | a) for letters a, b of one script and the word boundary ' ', add-half smoothed."""
+    """log P(b | a) for folded letters a, b of one script and the word boundary ' ', add-half smoothed."""
     pairs: dict[str, float] = defaultdict(float)
     for gram, count in profile["freq"].items():
-        if len(gram) == 2:
-            pairs[gram.lower()] += count
-    letters = [ch for gram in pairs for ch in gram if ch != " "]
-    scripts = defaultdict(int)
-    for ch in letters:
-        scripts[script_of(ch)] += 1
+        if len(gram) == 2 and len(fold(gram)) == 2:
+            pairs[fold(gram)] += count
+    scripts: dict[str | None, float] = defaultdict(float)
+    for gram, count in pairs.items():
+        for ch in gram.strip():
+            scripts[script_of(ch)] += count
     main = max(scripts, key=scripts.get)
-    if main is None or scripts[main] < 0.8 * len(letters):
-        return None
+    if main is None or scripts[main] < 0.8 * sum(scripts.values()):
+        return None  # a script the tables do not cover (Arabic, Devanagari, CJK, ...)
     pairs = {g: c for g, c in pairs.items() if all(ch == " " or script_of(ch) == main for ch in g)}
     first = defaultdict(float)
     for g, c in pairs.items():
@@ -51,6 +61,12 @@ def bigram_table(profile: dict) -> dict[str, float] | None:
     table = {g: round(math.log((c + 0.5) / (first[g[0]] + 0.5 * alphabet)), 2) for g, c in pairs.items()}
     table["_script"] = main
     return table
+
+
+def write_gz(path: Path, text: str) -> None:
+    """Reproducible: no time stamp in the gzip header."""
+    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
+        f.write(text.encode("utf-8"))
 
 
 def main() -> None:
@@ -64,12 +80,10 @@ def main() -> None:
         table = bigram_table(json.loads(path.read_text(encoding="utf-8")))
         if table:
             tables[path.name] = table
-    with gzip.open(OUT / "bigrams.json.gz", "wt", encoding="utf-8", compresslevel=9) as f:
-        json.dump(tables, f, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    write_gz(OUT / "bigrams.json.gz", json.dumps(tables, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
     words = sorted({w.strip().lower() for w in args.words.read_text(encoding="utf-8").splitlines()
                     if w.strip() and "'" not in w})
-    with gzip.open(OUT / "english_words.txt.gz", "wt", encoding="utf-8", compresslevel=9) as f:
-        f.write("\n".join(words) + "\n")
+    write_gz(OUT / "english_words.txt.gz", "\n".join(words) + "\n")
     print(f"{len(tables)} languages ({', '.join(sorted(tables))}); {len(words)} English words")
 
 

@@ -33,6 +33,9 @@ def char_run(sample: Sample) -> Finding | None:
     text = sample.output
     lines = text.splitlines() or [text]
     content = [line for line in lines if line.strip() and not is_rule_line(line)]
+    rules = "".join("".join(line.split()) for line in lines if is_rule_line(line))
+    if not content and len(rules) >= 16:
+        return Finding(detector="char_run", strength="hard", evidence=f"only separator characters: {clip(rules)!r}")
     for found in re.finditer(r"(\S)\1{5,}", text):
         char, length = found.group(1), len(found.group(0))
         if char in SHOUTING_CHARS and length >= 6:
@@ -40,7 +43,7 @@ def char_run(sample: Sample) -> Finding | None:
         if char.isdigit() and length < 40:
             continue  # 1000000000, 0.33333333333
         line = text[text.rfind("\n", 0, found.start()) + 1 : (text.find("\n", found.end()) + 1 or len(text) + 1) - 1]
-        formatting_line = char in FORMATTING_CHARS and set(line.strip()) <= FORMATTING_CHARS
+        formatting_line = is_rule_line(line) or (char in FORMATTING_CHARS and set(line.strip()) <= FORMATTING_CHARS)
         if formatting_line:
             # a rule is garbage only when nothing else was said, or when it runs away
             if (not content and length >= 16) or length >= 160:
