@@ -88,13 +88,41 @@ def sweep(records: list[dict], spec: str) -> None:
     setattr(module, constant, original)
 
 
+def installed_docs(limit: int = 4000) -> None:
+    """False alarms on human-written Markdown (paragraphs of the Markdown files and package descriptions installed in
+    this Python environment): not model outputs, but the tables, rules, code and lists they contain are."""
+    import random
+    import re
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["purelib"])
+    files = sorted([*root.glob("**/*.md"), *root.glob("*.dist-info/METADATA")])
+    random.Random(0).shuffle(files)
+    paragraphs = []
+    for path in files[:600]:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        paragraphs += [(path, p) for p in re.split(r"\n\s*\n", text) if 40 < len(p) < 1500]
+    random.Random(1).shuffle(paragraphs)
+    flagged = [(path, p, judge(Sample(output=p))) for path, p in paragraphs[:limit]]
+    flagged = [f for f in flagged if f[2].garbage]
+    print(f"installed docs: {len(flagged)} of {min(limit, len(paragraphs))} paragraphs marked garbage")
+    for path, p, verdict in flagged[:10]:
+        print(f"  {path.relative_to(root)}: {p[:100]!r} | {verdict.findings[0].evidence[:80]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--sweep", action="append", default=[], help="module.CONSTANT=v1,v2,... on the train split")
     ap.add_argument("--with-reference", action="store_true")
     ap.add_argument("--errors", choices=["test", "train", "all", "none"], default="test")
+    ap.add_argument("--installed-docs", action="store_true", help="also count false alarms on installed Markdown")
     args = ap.parse_args(argv)
+    if args.installed_docs:
+        installed_docs()
     records = load(args.corpus)
     for spec in args.sweep:
         sweep(records, spec)

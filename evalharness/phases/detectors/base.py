@@ -45,13 +45,14 @@ NUMBER = re.compile(r"^[-+±]?(\d+([.,]\d*)?|\.\d+)([eE][-+]?\d+)?[.,;%]?$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 
 
-RULE_CHARS = set("-=_*#~+|:. ─━═│┃┼╋")
+RULE_CHARS = set("-=_*#~+|:.^ ")
 
 
 def is_rule_line(line: str) -> bool:
-    """A Markdown/ASCII rule or separator ('---', '***', '- - -', '+----+'): only rule characters, three or more."""
+    """A Markdown/ASCII rule, an underline or a separator ('---', '***', '- - -', '+----+', '^^^^', '╒═══╤═══╕'): only
+    rule and box-drawing characters, three or more."""
     stripped = line.strip()
-    return len(stripped) >= 3 and set(stripped) <= RULE_CHARS
+    return len(stripped) >= 3 and all(ch in RULE_CHARS or "\u2500" <= ch <= "\u257f" for ch in stripped)
 
 
 def is_numeric_row(line: str) -> bool:
@@ -59,6 +60,17 @@ def is_numeric_row(line: str) -> bool:
     tokens = [t for t in re.split(r"[\s,;|\[\](){}]+", line) if t]
     numbers = sum(bool(NUMBER.match(t)) for t in tokens)
     return numbers >= 2 and numbers >= 0.6 * len(tokens)
+
+
+CODE_LINE = re.compile(
+    r"^\s*(>>>|\.\.\.\s|@\w|def |class \w+\s*[:(]|import |from [\w.]+ import|return\b|#include|//|/\*|[{}\[\]]\s*$)"
+    r"|[;{]\s*$|\w\([^)]*\)\s*[:{]?\s*$|^\s*[\w.\[\]'\"]+\s*[-+*/]?=\s*\S|^\s*['\"]?\w+['\"]?\s*:\s*['\"\d\[{]")
+
+
+def is_code_line(line: str) -> bool:
+    """A line that reads as code or data (a prompt '>>>', a decorator, a definition, an assignment, a call ending the
+    line, a 'key': value pair): its identifiers are not meant to be dictionary words."""
+    return bool(CODE_LINE.search(line))
 
 
 def structure_lines(text: str) -> list[bool]:

@@ -16,7 +16,8 @@ import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
-from evalharness.phases.detectors.base import LETTERS, Finding, Sample, clip, prose, script_of, scripts
+from evalharness.phases.detectors.base import (LETTERS, Finding, Sample, clip, is_code_line, prose, script_of,
+                                                scripts)
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -78,7 +79,8 @@ UNSEEN = -9.0  # log-probability of a bigram a language's profile never saw
 def _words(text: str) -> list[str]:
     """Words of prose in the scripts the tables cover; identifiers (camelCase, snake_case, ALLCAPS, words with digits),
     URLs and inline code are left out, since they are not meant to be dictionary words."""
-    text = re.sub(r"`[^`]*`|https?://\S+|\S+@\S+|\S*[_\d]\S*", " ", prose(text))
+    text = "\n".join(line for line in prose(text).splitlines() if not is_code_line(line))
+    text = re.sub(r"`[^`]*`|https?://\S+|\S+@\S+|\S*[_\d]\S*|\S*\w\.\w\S*|\w+\(", " ", text)
     out = []
     for word in LETTERS.findall(text):
         if len(word) < 2 or (word[1:] != word[1:].lower()):

@@ -46,7 +46,7 @@ def char_run(sample: Sample) -> Finding | None:
         formatting_line = is_rule_line(line) or (char in FORMATTING_CHARS and set(line.strip()) <= FORMATTING_CHARS)
         if formatting_line:
             # a rule is garbage only when nothing else was said, or when it runs away
-            if (not content and length >= 16) or length >= 160:
+            if (not content and length >= 16) or (length >= 160 and length > 1.5 * max(map(len, content))):
                 return Finding(detector="char_run", strength="hard", evidence=f"{char!r} x{length}, nothing else")
         elif length >= 24:
             return Finding(detector="char_run", strength="hard", evidence=f"{char!r} x{length} in {clip(line.strip())!r}")
