@@ -137,3 +137,13 @@ def test_plausibility_prefers_the_right_language():
 def test_detectors_return_evidence_or_none():
     for detector in (bpe_markers, letter_salad, mixed_script_words, glued_repeat, word_repeat):
         assert detector(Sample(output="The capital of France is Paris.")) is None
+
+
+@pytest.mark.parametrize("text", ["a" * 20000, "ParisParis" * 2000, "asdkj qwe " * 2000, "x_" * 10000 + "y" * 10000])
+def test_long_pathological_outputs_stay_fast(text):
+    import time
+
+    judge(Sample(output="warm the tables up"))
+    started = time.perf_counter()
+    assert judge(Sample(output=text)).garbage
+    assert time.perf_counter() - started < 2.0

@@ -76,13 +76,18 @@ def fold(word: str) -> str:
 UNSEEN = -9.0  # log-probability of a bigram a language's profile never saw
 
 
+MAX_WORDS = 400  # enough to judge; keeps a 10,000-word answer fast
+IDENTIFIER = re.compile(r"[_\d@(]|://|\w\.\w")  # snake_case, digits, e-mail, calls, URLs, dotted names
+
+
 def _words(text: str) -> list[str]:
     """Words of prose in the scripts the tables cover; identifiers (camelCase, snake_case, ALLCAPS, words with digits),
     URLs and inline code are left out, since they are not meant to be dictionary words."""
     text = "\n".join(line for line in prose(text).splitlines() if not is_code_line(line))
-    text = re.sub(r"`[^`]*`|https?://\S+|\S+@\S+|\S*[_\d]\S*|\S*\w\.\w\S*|\w+\(", " ", text)
+    text = re.sub(r"`[^`]*`", " ", text)
+    chunks = [c for c in text.split()[:MAX_WORDS] if not IDENTIFIER.search(c)]
     out = []
-    for word in LETTERS.findall(text):
+    for word in LETTERS.findall(" ".join(chunks)):
         if len(word) < 2 or (word[1:] != word[1:].lower()):
             continue  # ALLCAPS, camelCase
         if script_of(word[0]) in ("LATIN", "CYRILLIC", "GREEK"):
