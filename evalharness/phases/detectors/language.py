@@ -144,6 +144,12 @@ def letter_salad(sample: Sample) -> Finding | None:
     words = _words(sample.output)
     if len(words) < SALAD_MIN_WORDS:
         return None
+    # words the prompt or the reference cell's answer use too are names and terms the user or the reference brought up
+    context = frozenset(_words(sample.prompt or "") + _words(sample.reference_output or ""))
+    words_out = [w for w in words if w not in context] if context else words
+    if len(words_out) < SALAD_MIN_WORDS:
+        return None  # what is left beyond the context's own words is too little to judge
+    words = words_out
     score, lang = plausibility(words)
     if score < SALAD_PLAUSIBILITY:
         return Finding(detector="letter_salad", strength="hard",
