@@ -334,6 +334,13 @@ def run_launch(launch: Launch, python: Path, model: Path, tmp: Path, logs: Path)
         engine.stop()
 
 
+def replace_lines(path: Path, stale, records: list[dict]) -> None:
+    """Rewrite a JSONL file without the records of a launch that ran again, plus its new ones."""
+    kept = [r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if not stale(r)] \
+        if path.exists() else []
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [*kept, *records]), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine-dir", type=Path, default=ROOT / ".engine")
@@ -363,13 +370,9 @@ def main(argv: list[str] | None = None) -> int:
                     log = (logs / f"{launch.name}.log").read_text(errors="replace")[-1500:]
                     print(f"[{launch.name}] failed: {exc}\n{log}", flush=True)
                     continue
-                with args.raw.open("a", encoding="utf-8") as out:
-                    for rec in records:
-                        out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                replace_lines(args.raw, lambda r, name=launch.name: r["source"] == f"engine:{name}", records)
                 if probes:
-                    with (DATA / "probe_outputs.jsonl").open("a", encoding="utf-8") as out:
-                        for rec in probes:
-                            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    replace_lines(DATA / "probe_outputs.jsonl", lambda r, name=launch.name: r["cell"] == name, probes)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     build(args.raw)
