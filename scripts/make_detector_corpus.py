@@ -176,7 +176,8 @@ class Engine:
     def __init__(self, python: Path, model: Path, launch: Launch, log: Path):
         self.port = free_port()
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
-               "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+               "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+               "VLLM_CACHE_ROOT": os.environ.get("VLLM_CACHE_ROOT", str(Path(tempfile.gettempdir()) / "evh-vllm-cache"))}
         argv = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
                 "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(self.port),
                 "--dtype", launch.dtype, "--max-model-len", "1024", "--enforce-eager", *launch.args]
