@@ -236,7 +236,7 @@ def request_faults(url: str) -> list[dict]:
                          timeout=10).json()["tokens"]
         tokens[text] = ids[-1]
     faults = []
-    for i, temp in enumerate([5.0, 5.0, 8.0, 10.0, 10.0, 15.0, 20.0, 20.0] * 3):
+    for i, temp in enumerate([2.0] * 24):  # vLLM 0.32 refuses temperatures above 2 ("must be in [0, 2]")
         faults.append(("high_temperature", {"temperature": temp, "top_p": 1.0, "seed": i, "max_tokens": 64}, i))
     for i, (text, tid) in enumerate(tokens.items()):
         faults.append(("logit_bias", {"logit_bias": {str(tid): 100}, "temperature": 0.0, "max_tokens": 64}, i + 3))
@@ -317,8 +317,17 @@ def run_launch(launch: Launch, python: Path, model: Path, tmp: Path, logs: Path)
                                     "how": f"{base_how}; chat request {json.dumps(shown)}"},
                                    lambda pr=prompt, b=body: chat(engine.url, pr, b)))
         records = []
+
+        def attempt(job):
+            try:
+                return job, job[1]()
+            except httpx.HTTPError as exc:  # one refused request (a parameter this build rejects) costs one record
+                body = exc.response.text[:200] if isinstance(exc, httpx.HTTPStatusError) else ""
+                print(f"[{launch.name}] {job[0]['how'][-120:]}: {exc.__class__.__name__} {body}", flush=True)
+                return job, None
+
         with ThreadPoolExecutor(8) as pool:
-            results = list(pool.map(lambda job: (job, job[1]()), [*jobs, *fault_jobs]))
+            results = [(job, result) for job, result in pool.map(attempt, [*jobs, *fault_jobs]) if result is not None]
         for (fields, _), result in results:
             faulty = launch.breaks or any(job[0] is fields for job in fault_jobs)
             rec = {"id": "", "text": result["text"], "label": "garbage" if faulty else label,
@@ -349,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--raw", type=Path, default=DATA / "detector_corpus_raw.jsonl",
                     help="engine outputs, appended per launch (the corpus is rebuilt from it)")
     ap.add_argument("--build-only", action="store_true", help="rebuild the corpus from --raw and the hand-written set")
+    ap.add_argument("--detok", action="store_true", help="with --build-only: redo the detokenizer faults")
     ap.add_argument("--budget-s", type=float, default=1380, help="start no launch after this many seconds")
     args = ap.parse_args(argv)
     python = args.engine_dir / "venv" / "bin" / "python"
@@ -376,8 +386,27 @@ def main(argv: list[str] | None = None) -> int:
                     replace_lines(DATA / "probe_outputs.jsonl", lambda r, name=launch.name: r["cell"] == name, probes)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    if not args.build_only or args.detok:
+        detok(python, model, args.raw)
     build(args.raw)
     return 0
+
+
+DETOK = DATA / "detector_corpus_raw_detok.jsonl"
+
+
+def detok(python: Path, model: Path, raw: Path) -> None:
+    """Detokenizer and vocabulary faults on the healthy float32 answers (scripts/detector_corpus_detok.py, run by the
+    engine's Python for its `tokenizers`)."""
+    healthy = [r for r in map(json.loads, raw.read_text(encoding="utf-8").splitlines())
+               if r["source"] == "engine:healthy-float32" and r["label"] == "healthy" and r["text"].strip()]
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
+        f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in healthy))
+    try:
+        subprocess.run([str(python), str(ROOT / "scripts" / "detector_corpus_detok.py"), str(model), f.name,
+                        str(DETOK)], check=True)
+    finally:
+        os.unlink(f.name)
 
 
 def build(raw: Path) -> None:
@@ -389,7 +418,8 @@ def build(raw: Path) -> None:
     review = {}
     if review_path.exists():
         review = {r["id"]: r for r in map(json.loads, review_path.read_text().splitlines()) if r}
-    records = [json.loads(line) for line in raw.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [json.loads(line) for path in (raw, DETOK) if path.exists()
+               for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     records += [{"text": text, "label": label, "class": cls, "source": "hand-written", "how": "hand-written",
                  "prompt": prompt, "finish_reason": None, "expect_stop": False, **extra}
                 for label, cls, text, prompt, extra in HANDWRITTEN]

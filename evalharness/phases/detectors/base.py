@@ -45,14 +45,21 @@ NUMBER = re.compile(r"^[-+±]?(\d+([.,]\d*)?|\.\d+)([eE][-+]?\d+)?[.,;%]?$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 
 
-RULE_CHARS = set("-=_*#~+|:.^ ")
+RULE_CHARS = set("-=_*#~.^")
+BORDER = re.compile(r"^[+|]?(\s*:?[-=]+:?\s*[+|])+\s*:?[-=]*:?\s*$")
 
 
 def is_rule_line(line: str) -> bool:
-    """A Markdown/ASCII rule, an underline or a separator ('---', '***', '- - -', '+----+', '^^^^', '╒═══╤═══╕'): only
-    rule and box-drawing characters, three or more."""
+    """A Markdown/ASCII rule, an underline or a separator: one rule character repeated, spaces allowed ('---', '***',
+    '- - -', '^^^^', '====='), a table border ('+----+----+', '|---|:---:|'), or box drawing ('╒═══╤═══╕'). A line
+    mixing rule characters at random ('_-_----_-') is no rule: that is what a broken model prints."""
     stripped = line.strip()
-    return len(stripped) >= 3 and all(ch in RULE_CHARS or "\u2500" <= ch <= "\u257f" for ch in stripped)
+    if len(stripped) < 3:
+        return False
+    chars = set(stripped) - {" "}
+    if len(chars) == 1 and chars <= RULE_CHARS:
+        return True
+    return bool(BORDER.match(stripped)) or all("\u2500" <= ch <= "\u257f" or ch == " " for ch in stripped)
 
 
 def is_numeric_row(line: str) -> bool:

@@ -30,6 +30,29 @@ def symbol_soup(sample: Sample) -> Finding | None:
     return None
 
 
+# separator runs that mix '-' with '_' or ',' ('_-_', '-_--_', '---,,--'), or 4+ separators glued to a letter
+# ('A------'; LaTeX's em dash 'QA---a' is three):
+# written text does neither (a rule stands on its own line, a dash between words is one or two characters)
+TORN_SEPARATOR = re.compile(r"(?=[-_,]*-)(?=[-_,]*[_,])[-_,]*[-_][-_,]*[-_][-_,]*|(?<=[^\W_])[-_=~]{4,}"
+                            r"|[-_=~]{4,}(?=[^\W_])")
+TORN_MIN, TORN_MIN_CHARS = 2, 8  # two torn runs, or one long one
+
+
+def torn_separators(sample: Sample) -> Finding | None:
+    """Separator characters torn from their lines: runs mixing hyphens and underscores, or runs glued to words, the
+    signature of a model whose position encoding is broken ('_- wis___1111_-10:---------'); and answers that are
+    nothing but ASCII punctuation ('--------' to 'What is 2 + 3?')."""
+    text = prose(sample.output)
+    torn = TORN_SEPARATOR.findall(text)
+    if len(torn) >= TORN_MIN or sum(map(len, torn)) >= TORN_MIN_CHARS:
+        return Finding(detector="torn_separators", strength="hard",
+                       evidence=f"{len(torn)} torn separator runs: {clip(' '.join(torn[:6]), 60)!r}")
+    visible = "".join(sample.output.split())
+    if len(visible) >= 4 and all(ch.isascii() and not ch.isalnum() for ch in visible):
+        return Finding(detector="torn_separators", strength="hard", evidence=f"only punctuation: {clip(visible)!r}")
+    return None
+
+
 def bad_characters(sample: Sample) -> Finding | None:
     """Replacement characters (a broken byte-level decode) and control characters."""
     replacement = sample.output.count("\ufffd")

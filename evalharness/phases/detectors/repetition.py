@@ -20,6 +20,7 @@ from evalharness.phases.detectors.base import (FORMATTING_CHARS, WORD, Finding, 
                                                 structure_lines)
 
 SHOUTING_CHARS = set("!?")
+BANNER = re.compile(r"^\s*([-=_*#~+])\1{2,}\s+\S.{0,78}?\s+\1{3,}\s*$")
 WORD_RUN_SHORT, WORD_RUN_LONG = 5, 12  # one token repeated with separators
 NUMBER_RUN_SHORT = 8  # "0 0 0 0" rows of a small matrix are structure, measured per line
 GLUED_SHORT, GLUED_LONG, GLUED_MIN_CHARS = 6, 12, 20  # one unit glued to itself: repeats, and the region's length
@@ -43,6 +44,8 @@ def char_run(sample: Sample) -> Finding | None:
         if char.isdigit() and length < 40:
             continue  # 1000000000, 0.33333333333
         line = text[text.rfind("\n", 0, found.start()) + 1 : (text.find("\n", found.end()) + 1 or len(text) + 1) - 1]
+        if BANNER.match(line):
+            continue  # '===== Results =====', '---- FAILURES ----': a title between rules
         formatting_line = is_rule_line(line) or (char in FORMATTING_CHARS and set(line.strip()) <= FORMATTING_CHARS)
         if formatting_line:
             # a rule is garbage only when nothing else was said, or when it runs away
