@@ -3,7 +3,8 @@ the `tokenizers` library, which the harness does not install). Called by make_de
 
     .engine/venv/bin/python scripts/detector_corpus_detok.py MODEL_DIR IN.jsonl OUT.jsonl
 
-For each healthy answer: its token ids under the model's own tokenizer, then
+For each healthy answer of 5 tokens or more (a one-word answer's fault shows only against the reference's answer, not
+in its text), its token ids under the model's own tokenizer, then
 - no_decoder: decoded by the same tokenizer.json with its ByteLevel decoder removed (what an engine prints when the
   tokenizer file lost its decoder: tokens joined by spaces, Ġ for a space, Ċ for a newline, 'âĢĻ' for '’');
 - raw_tokens: the token strings concatenated ('TheĠcapitalĠof'), what a detokenizer that skips the byte decoding does;
@@ -19,6 +20,9 @@ import sys
 from pathlib import Path
 
 from tokenizers import Tokenizer
+
+
+MIN_TOKENS = 5
 
 
 def shuffled(path: Path, seed: int) -> Tokenizer:
@@ -41,8 +45,8 @@ def main() -> None:
     out = []
     for n, rec in enumerate(map(json.loads, src.read_text(encoding="utf-8").splitlines())):
         ids = good.encode(rec["text"], add_special_tokens=False).ids
-        if not ids:
-            continue
+        if len(ids) < MIN_TOKENS:
+            continue  # a word or two: no text measure can tell a wrong word from a right one; the reference can
         variants = {
             "no_decoder": (bare.decode(ids), "tokenizer.json without its ByteLevel decoder (tokenizers' decode)"),
             "raw_tokens": ("".join(good.id_to_token(i) for i in ids), "token strings concatenated, no byte decoding"),
@@ -50,6 +54,8 @@ def main() -> None:
         }
         kind = ("no_decoder", "raw_tokens", "wrong_vocab")[n % 3]  # one fault per answer keeps the classes balanced
         text, how = variants[kind]
+        if text == rec["text"]:
+            continue  # no space, newline or multi-byte character to betray the fault ('Ateni.')
         out.append({**rec, "text": text, "label": "garbage", "class": f"detokenizer/{kind}",
                     "source": f"{rec['source']}+{kind}", "how": f"{rec['how']}; then {how}",
                     "finish_reason": rec["finish_reason"]})

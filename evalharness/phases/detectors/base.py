@@ -39,10 +39,10 @@ def clip(text: str, limit: int = 80) -> str:
 WORD = re.compile(r"\w+", re.UNICODE)
 LETTERS = re.compile(r"[^\W\d_]+", re.UNICODE)
 # Characters that legitimately repeat in formatting: table rules, underlines, dotted leaders, code fences.
-FORMATTING_CHARS = set("-=_*#~.|:+`/\\<>0 ")
+FORMATTING_CHARS = set("-=_*#~.|:+`/\\<> ")
 TABLE_LINE = re.compile(r"^\s*([|+].*[|+]|[-=:+| ]{3,})\s*$")
 NUMBER = re.compile(r"^[-+±]?(\d+([.,]\d*)?|\.\d+)([eE][-+]?\d+)?[.,;%]?$")
-FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^\s*(```|~~~)\s*[\w+#.-]*\s*$")  # a fence line holds at most a language name
 
 
 RULE_CHARS = set("-=_*#~.^")
@@ -70,7 +70,7 @@ def is_numeric_row(line: str) -> bool:
 
 
 CODE_LINE = re.compile(
-    r"^\s*(>>>|\.\.\.\s|@\w|def |class \w+\s*[:(]|import |from [\w.]+ import|return\b|#include|//|/\*|[{}\[\]]\s*$)"
+    r"^\s*(>>>|\.\.\.\s|<[A-Za-z/!][^>]*>|@\w|def |class \w+\s*[:(]|import |from [\w.]+ import|return\b|#include|//|/\*|[{}\[\]]\s*$)"
     r"|[;{]\s*$|\w\([^)]*\)\s*[:{]?\s*$|^\s*[\w.\[\]'\"]+\s*[-+*/]?=\s*\S|^\s*['\"]?\w+['\"]?\s*:\s*['\"\d\[{]")
 
 
@@ -82,9 +82,16 @@ def is_code_line(line: str) -> bool:
 
 def structure_lines(text: str) -> list[bool]:
     """For each line: is it structure (inside a code fence, a fence, a table row or rule, a numeric row)?"""
+    lines = text.splitlines()
+    fences = [i for i, line in enumerate(lines) if FENCE.match(line)]
+    if len(fences) % 2:  # a fence never closed (cut at max_tokens): code only if what follows reads as code
+        rest = [line for line in lines[fences[-1] + 1 :] if line.strip()]
+        if rest and sum(map(is_code_line, rest)) < 0.3 * len(rest):
+            fences = fences[:-1]
+    fence_set = set(fences)
     flags, in_code = [], False
-    for line in text.splitlines():
-        if FENCE.match(line):
+    for i, line in enumerate(lines):
+        if i in fence_set:
             flags.append(True)
             in_code = not in_code
             continue

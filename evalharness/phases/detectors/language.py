@@ -25,7 +25,7 @@ DATA = Path(__file__).resolve().parent / "data"
 # Ġ and Ċ are also Maltese capitals and ĉ is Esperanto, but only at the start of a word followed by a letter; glued
 # to the previous character, doubled, or standing alone they are markers of a broken detokenizer or vocabulary.
 SPACE_MARKERS = "\u0120\u010a\u0109"  # Ġ Ċ ĉ
-MARKER = re.compile(r"(?<=[^\s\-'’])[\u0120\u010a]|[\u0120\u010a\u0109](?=[\u0120\u010a\u0109\s\W]|$)")
+MARKER = re.compile(r"(?<=[^\s\-'’(\[\"“«])[\u0120\u010a]|[\u0120\u010a\u0109](?=[\u0120\u010a\u0109\s\W]|$)")
 # a UTF-8 lead byte printed as Latin-1 followed by a continuation byte printed as a marker: 'âĢĻ' is the byte-level
 # form of '’', 'ÃĤ' of 'Â'
 MOJIBAKE = re.compile(r"[\u00c2-\u00ef][\u0122-\u0142]")
@@ -38,13 +38,14 @@ def bpe_markers(sample: Sample) -> Finding | None:
     text = sample.output
     markers = len(MARKER.findall(text)) + len(MOJIBAKE.findall(text))
     chunks = text.split()
-    if chunks and chunks[0][0] in "\u0120\u010a" and not chunks[0][1:2].islower():
-        markers += 1  # 'Ġ4', 'ĠThe': a Maltese word starts Ġ + lowercase
+    if chunks and chunks[0][0] in "\u0120\u010a" and (not chunks[0][1:2].islower() or len(chunks) <= 2):
+        markers += 1  # 'Ġ4', 'ĠThe', a one-word 'Ġvalley': a Maltese word in a sentence starts Ġ + lowercase
     initial = sum(chunk[0] in "\u0120\u010a" for chunk in chunks)
     if initial >= 3 and initial >= 0.3 * len(chunks):
         markers += initial  # 'The Ġcat Ġsat Ġon': a marker before every word is no Maltese capital
     visible = len("".join(text.split()))
-    if markers >= BPE_MIN_MARKERS or (markers and visible <= 4 * markers + 4):
+    glued = len(re.findall(r"(?<=[^\s\-'’(\[\"“«])[\u0120\u010a]", text))
+    if markers >= BPE_MIN_MARKERS or glued or (markers and visible <= 4 * markers + 4):
         return Finding(detector="bpe_markers", strength="hard",
                        evidence=f"{markers} byte-level BPE markers in {clip(text.strip(), 60)!r}")
     return None
@@ -80,7 +81,7 @@ MAX_WORDS = 400  # enough to judge; keeps a 10,000-word answer fast
 IDENTIFIER = re.compile(r"[_\d@(]|://|\w\.\w")  # snake_case, digits, e-mail, calls, URLs, dotted names
 
 
-def _words(text: str) -> list[str]:
+def _words(text: str, min_len: int = 2, fold_case: bool = True) -> list[str]:
     """Words of prose in the scripts the tables cover; identifiers (camelCase, snake_case, ALLCAPS, words with digits),
     URLs and inline code are left out, since they are not meant to be dictionary words."""
     text = "\n".join(line for line in prose(text).splitlines() if not is_code_line(line))
@@ -88,10 +89,10 @@ def _words(text: str) -> list[str]:
     chunks = [c for c in text.split()[:MAX_WORDS] if not IDENTIFIER.search(c)]
     out = []
     for word in LETTERS.findall(" ".join(chunks)):
-        if len(word) < 2 or (word[1:] != word[1:].lower()):
+        if len(word) < min_len or (word[1:] != word[1:].lower()):
             continue  # ALLCAPS, camelCase
         if script_of(word[0]) in ("LATIN", "CYRILLIC", "GREEK"):
-            out.append(fold(word))
+            out.append(fold(word) if fold_case else word)
     return out
 
 
@@ -159,6 +160,45 @@ def letter_salad(sample: Sample) -> Finding | None:
         if share < SALAD_ENGLISH_SHARE:
             return Finding(detector="letter_salad", strength="hard",
                            evidence=f"{share:.0%} of {len(words)} words are English words: {clip(' '.join(words), 60)!r}")
+    return None
+
+
+# English's commonest words (articles, pronouns, prepositions, auxiliaries): every English sentence is a quarter to a
+# half made of them; a sequence of sampled-at-random tokens or a vocabulary read through the wrong ids almost never is.
+FUNCTION_WORDS = frozenset(
+    "a an the of and or but if to in on at by for with from into about as than then so not no nor is are was were be "
+    "been being am do does did has have had will would can could shall should may might must i me my you your he him "
+    "his she her it its we us our they them their this that these those there here what which who whom when where why "
+    "how all some any each more most other such only also just very too up out over after before while because".split())
+SALAD_MIN_TOKENS = 8
+# structure whose words carry no syntax: HTML tags, list bullets and numbers, 'Key: value' lines, reST directives
+TAG = re.compile(r"</?[A-Za-z][^>]*>")
+LIST_ITEM = re.compile(r"^\s*([-*+•]|\d+[.)])\s+.*$")
+KEY_VALUE = re.compile(r"^\s*[A-Z][\w -]{0,30}:\s+\S")
+SALAD_FUNCTION_SHARE = 0.15  # below: English words without English syntax
+SALAD_DIVERSITY = 0.6  # distinct / all tokens at least
+SALAD_VOCABULARY_SHARE = 0.5  # the words are English words (else the text is in another language)
+
+
+def word_salad(sample: Sample) -> Finding | None:
+    """Real words in no sentence: 'Kennâodille Elsater tutorialsoresis lifestyle languages clamp weaning around reefs
+    desktop freely ...', what a model sampled at a far too high temperature, or a vocabulary read through the wrong ids,
+    prints. Measured as the share of English function words among the tokens of English-vocabulary prose."""
+    # proper nouns are no syntax: a list of names has few function words too ('Leonardo da Vinci, Vincent van Gogh')
+    sentences = "\n".join(LIST_ITEM.sub("", TAG.sub(" ", line)) for line in sample.output.splitlines()
+                          if not (KEY_VALUE.match(line) or line.lstrip().startswith(".. ")))
+    raw = [w for w in _words(sentences, min_len=1, fold_case=False) if w.islower() or w.lower() in FUNCTION_WORDS]
+    tokens = [fold(w) for w in raw]
+    if len(tokens) < SALAD_MIN_TOKENS:
+        return None
+    words = [t for t in tokens if len(t) >= 2]
+    if english_share(words) < SALAD_VOCABULARY_SHARE and plausibility(words)[1] != "en":
+        return None
+    share = sum(t in FUNCTION_WORDS for t in tokens) / len(tokens)
+    diverse = len(set(tokens)) / len(tokens)  # sampled tokens rarely recur; lists, markup and code repeat their names
+    if share < SALAD_FUNCTION_SHARE and diverse >= SALAD_DIVERSITY:
+        return Finding(detector="word_salad", strength="hard",
+                       evidence=f"{share:.0%} of {len(tokens)} words are function words: {clip(' '.join(tokens), 60)!r}")
     return None
 
 
