@@ -126,6 +126,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
             data = None
         if not isinstance(data, dict):
             return _fail(f"{path}:{number}: not a JSON object; each line needs at least {{\"output\": \"...\"}}")
+        if "output" not in data and "text" in data:
+            data["output"] = data["text"]  # the detector corpus's lines (tests/data/detector_corpus.jsonl) as they are
         try:
             samples.append((number, Sample.model_validate({k: v for k, v in data.items() if k in Sample.model_fields})))
         except ValidationError as exc:
@@ -305,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=cmd_validate)
 
     detect = sub.add_parser("detect", help="run the garbage detectors on a JSONL file of outputs")
-    detect.add_argument("file", help="JSONL: one object per line with 'output' (and optionally 'prompt', "
+    detect.add_argument("file", help="JSONL: one object per line with 'output' or 'text' (and optionally 'prompt', "
                                      "'finish_reason', 'expect_stop', 'reference_output')")
     detect.add_argument("-o", "--output", help="write the JSON lines here instead of stdout")
     detect.set_defaults(func=cmd_detect)
