@@ -104,9 +104,10 @@ ThinkEndToken = Annotated[str | None, Field(None, description="api chat, an engi
 GENERATION_KEYS = ("max_gen_toks", "gen_kwargs", "chat_template_kwargs", "think_end_token")
 
 
-class Generation(_Strict):
-    """One task's own generation settings (quality.task_settings.<task>), over the quality section's."""
+class TaskSettings(_Strict):
+    """One task's own settings (quality.task_settings.<task>), over the quality section's."""
 
+    limit: int | None = Field(None, gt=0, description="documents (per subtask of a group), over quality.limit")
     max_gen_toks: MaxGenToks
     gen_kwargs: GenKwargs
     chat_template_kwargs: ChatTemplateKwargs
@@ -123,7 +124,7 @@ class QualitySection(_Strict):
     chat_template_kwargs: ChatTemplateKwargs
     think_end_token: ThinkEndToken
     data: dict[str, TaskData] = Field(default_factory=dict, description="task -> local data files (no hub)")
-    task_settings: dict[str, Generation] = Field(default_factory=dict, description="task -> its own generation")
+    task_settings: dict[str, TaskSettings] = Field(default_factory=dict, description="task -> its own settings")
     include_path: str | None = Field(None, description="folder of task YAMLs; default the shipped tasks/lm_eval")
     include_defaults: bool = Field(False, description="also index lm-eval's built-in tasks (gsm8k, ...; slower)")
     api: Literal["completions", "chat"] = "completions"
@@ -146,10 +147,10 @@ class QualitySection(_Strict):
                 raise ValueError(f"{where}chat_template_kwargs and think_end_token apply to api: chat only")
         return self
 
-    def generation_for(self, task: str) -> dict[str, Any]:
-        """The worker's generation settings for one task: the section's, overridden by the task's own."""
+    def settings_for(self, task: str) -> dict[str, Any]:
+        """The worker's settings for one task (limit and generation): the section's, overridden by the task's own."""
         own = self.task_settings.get(task)
-        merged = {key: getattr(self, key) for key in GENERATION_KEYS}
+        merged = {key: getattr(self, key) for key in ("limit", *GENERATION_KEYS)}
         if own is not None:
             merged.update({k: v for k, v in own.model_dump(exclude_unset=True).items() if k != "gen_kwargs"})
             merged["gen_kwargs"] = {**self.gen_kwargs, **own.gen_kwargs}

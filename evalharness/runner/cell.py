@@ -254,7 +254,7 @@ def _quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) ->
         include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=quality.concurrency,
         limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
         retries=quality.retries, done=state.quality,
-        per_task=lambda task: {**quality.generation_for(task),
+        per_task=lambda task: {**quality.settings_for(task),
                                "data": quality.data[task].model_dump() if task in quality.data else None},
     )
     failed = [t.task for t in state.quality if t.error]

@@ -161,3 +161,17 @@ def test_unknown_tasks_in_data_or_settings_are_refused(tmp_path, capsys):
     matrix = _matrix(tmp_path, "{tasks: [gsm8k], task_settings: {gsm8: {max_gen_toks: 8}}}")
     assert main(["validate", "--matrix", str(matrix)]) == 2
     assert "did you mean 'gsm8k'" in capsys.readouterr().err
+
+
+def test_prepared_data_keeps_the_hub_schema_and_prints_the_matrix_block(tmp_path):
+    import datasets
+
+    from scripts.prepare_standard_data import data_block, write_splits
+
+    rows = [{"key": 1, "prompt": "Write 3 words.", "instruction_id_list": ["length_constraints:number_words"],
+             "kwargs": [{"num_words": 3, "relation": "less than"}]}]
+    files = write_splits(datasets.DatasetDict({"train": datasets.Dataset.from_list(rows)}), ["train"],
+                         tmp_path / "ifeval")
+    loaded = datasets.load_dataset("json", data_files=files)["train"]
+    assert loaded[0] == rows[0]
+    assert "ifeval: {data_files: {train: " in data_block({"ifeval": files})
