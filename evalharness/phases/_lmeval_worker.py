@@ -83,6 +83,8 @@ def check(spec: dict[str, Any]) -> int:
         except Exception as exc:  # KeyError for an unknown task, the hook's message for absent data, nltk, ...
             failed += 1
             text = str(exc).strip().strip('"')
+            if isinstance(exc, ImportError):  # ifeval's scorer: langdetect, immutabledict, nltk and its punkt_tab
+                text += " (the task's code needs it: install it into the harness's environment; docs/quality.md)"
             print(text if text.startswith(f"task {task}") else f"task {task}: {type(exc).__name__}: {text}",
                   file=sys.stderr)
     return 3 if failed else 0

@@ -203,3 +203,19 @@ def test_probes_judge_the_reasoning_too(reasoning_run):
     # marked for its reasoning: the answers are the same engine's as in the prose cell
     findings = [f["detector"] for p in soup["probes"]["offending"] for f in p["findings"]]
     assert any(name.startswith("reasoning:") for name in findings), findings
+
+
+def test_absent_data_stops_the_run_before_anything_is_launched(engine, tmp_path, monkeypatch):
+    """No local files and an empty hub cache: lm-eval's own gsm8k and ifeval cannot load (ifeval's scorer is not
+    installed here either). Exit 2 names each task and what is missing; no server, no output folder."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))  # whatever this machine has cached
+    matrix = {"name": "absent", "engine": "vllm", "model": engine["model"], "served_model_name": SERVED_NAME,
+              "command": [engine["python"], *ENGINE_MODULE], "env": BASE_ENV,
+              "quality": {"tasks": ["gsm8k", "ifeval"], "include_defaults": True, "api": "chat", "tokenizer": "none"}}
+    path = tmp_path / "matrix.yaml"
+    path.write_text(json.dumps(matrix))
+    proc = run_harness("run", "--matrix", str(path), "--out", str(tmp_path / "out"), timeout=600)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "task gsm8k: dataset 'openai/gsm8k' (config 'main') could not be loaded offline" in proc.stderr
+    assert "task ifeval: " in proc.stderr and "nothing was launched" in proc.stderr
+    assert not (tmp_path / "out").exists()
