@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalharness.analysis.noeffect import no_effect_pairs
-from evalharness.analysis.pairing import pair, sample_scores
+from evalharness.analysis.pairing import Headline, headline_scores, pair, sample_records
 from evalharness.analysis.stats import mcnemar_exact, paired_bootstrap, topk_kl
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
 from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift
@@ -21,9 +21,9 @@ from evalharness.records.run import CellResult, RunResult
 
 def task_drift(task: str, ref_score: TaskScore, cell_score: TaskScore, run_dir: Path,
                cell_dir: Path | None = None) -> tuple[TaskDrift, list[float], list[float]]:
-    """Pair one task's samples by document; refuse across task versions. Returns the drift and the paired
-    per-sample scores (reference, cell) for pooling. `cell_dir`: the cell's run folder when it is another run's
-    (`compare`); by default both sides are in `run_dir`."""
+    """Pair one task's headline records (per subtask and document); refuse across task versions. Returns the drift
+    and the paired per-sample scores (reference, cell) for pooling. `cell_dir`: the cell's run folder when it is
+    another run's (`compare`); by default both sides are in `run_dir`."""
     out = TaskDrift(task=task, metric=ref_score.metric)
     if ref_score.error or cell_score.error or not ref_score.samples or not cell_score.samples:
         out.comparable, out.reason = False, "a side has no samples (the task failed)"
@@ -32,13 +32,23 @@ def task_drift(task: str, ref_score: TaskScore, cell_score: TaskScore, run_dir: 
         out.comparable = False
         out.reason = f"task versions differ ({ref_score.version} vs {cell_score.version}): not paired"
         return out, [], []
-    paired = pair(sample_scores(run_dir / ref_score.samples, ref_score.metric),
-                  sample_scores((cell_dir or run_dir) / cell_score.samples, ref_score.metric))
+    if ref_score.subtasks and ref_score.subtasks.keys() != cell_score.subtasks.keys():
+        out.comparable = False
+        out.reason = (f"the group's subtasks differ ({len(ref_score.subtasks)} in the reference, "
+                      f"{len(cell_score.subtasks)} in the cell): not paired")
+        return out, [], []
+    if any(sub.version != cell_score.subtasks[name].version for name, sub in ref_score.subtasks.items()):
+        out.comparable, out.reason = False, "subtask versions differ: not paired"
+        return out, [], []
+    # the reference's headline records, matched by key among every record of the cell (analysis/pairing.py)
+    paired = pair(headline_scores(run_dir / ref_score.samples, ref_score),
+                  sample_records((cell_dir or run_dir) / cell_score.samples, cell_score.task, Headline.of(ref_score)))
     refs, cells = paired.before, paired.after
     if not refs:
-        out.comparable, out.reason = False, "no samples could be paired by document id and hash"
+        out.comparable, out.reason = False, "no samples could be paired by subtask, document, filter and metric"
         return out, [], []
     out.paired = len(refs)
+    out.subtasks_paired = paired.per_subtask() if ref_score.subtasks else {}
     out.reference, out.cell = sum(refs) / len(refs), sum(cells) / len(cells)
     out.delta, out.ci_low, out.ci_high = paired_bootstrap(refs, cells)
     out.right_to_wrong, out.wrong_to_right = paired.right_to_wrong, paired.wrong_to_right

@@ -1,7 +1,7 @@
 """Baselines and the CI gate: a saved run against a committed baseline, with sample-size-aware thresholds.
 
-A baseline (records/baseline.py) records, per cell, each task's version and per-sample correctness (keyed by document,
-analysis/pairing.py), the throughput per scenario, and the versions. `gate` pairs a run's cells with it:
+A baseline (records/baseline.py) records, per cell, each task's version and per-sample correctness (its headline records keyed
+by subtask, document, filter and metric: analysis/pairing.py), the throughput per scenario, and the versions. `gate` pairs a run's cells with it:
 
 - accuracy: the drop (baseline minus run, over the paired samples) fails when it exceeds `max_accuracy_drop` AND the
   exact McNemar test says it is credible at the sample size (p < `alpha`); a drop beyond `hard_accuracy_drop` fails
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalharness.analysis.pairing import pair, sample_scores
+from evalharness.analysis.pairing import Headline, canonical_scores, headline_scores, pair, sample_records
 from evalharness.analysis.stats import mcnemar_exact
 from evalharness.records.baseline import Baseline, BaselineCell, BaselineError, BaselineTask, Thresholds
 from evalharness.records.measures import TaskScore
@@ -42,7 +42,8 @@ def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresh
             if score.error or not score.samples:
                 continue
             tasks[score.task] = BaselineTask(version=score.version, metric=score.metric, value=score.value,
-                                             correct=sample_scores(run_dir / score.samples, score.metric))
+                                             subtask_versions={k: s.version for k, s in score.subtasks.items()},
+                                             correct=headline_scores(run_dir / score.samples, score))
         out[cid] = BaselineCell(status=cell.status, tasks=tasks,
                                 throughput={s.name: s.output_tok_s for s in cell.throughput},
                                 engine_version=str(cell.resolved.get("version")) if cell.resolved.get("version") else None)
@@ -128,7 +129,12 @@ def _task_violations(run_id: str, task: str, expected: BaselineTask, score: Task
     if score.version != expected.version:
         return [f"{run_id}: task {task} is version {score.version}, the baseline's is {expected.version}: "
                 "refusing to compare; save a new baseline"]
-    paired = pair(expected.correct, sample_scores(run_dir / score.samples, score.metric))
+    if expected.subtask_versions and {k: s.version for k, s in score.subtasks.items()} != expected.subtask_versions:
+        return [f"{run_id}: task {task}: its subtasks or their versions differ from the baseline's: refusing to "
+                "compare; save a new baseline"]
+    # the baseline's keys decide what is compared: its headline records, matched among every record of the run
+    paired = pair(canonical_scores(expected.correct, task, expected.metric),
+                  sample_records(run_dir / score.samples, score.task, Headline.of(score)))
     n = len(paired.before)
     out = []
     if n < total:

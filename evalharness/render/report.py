@@ -13,6 +13,7 @@ from evalharness.records.measures import TaskScore
 from evalharness.records.provenance import machine_kind
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.markdown import code_block, markdown_table, md_text
+from evalharness.render.quality import quality_section
 from evalharness.render.server import server_section
 from evalharness.render.throughput import throughput_section
 
@@ -60,10 +61,11 @@ def render_markdown(run: RunResult) -> str:
     header = ["cell", "status", "phase", "startup s", "garbage probes", *(md_text(t) for t in tasks), "reason", "warnings"]
     parts.append(markdown_table(header, rows))
     if tasks:
-        parts += ["", "Scores are the task's headline metric (exact match, or accuracy for multiple choice) "
-                      "± its standard error, from lm-eval's per-sample records in `cells/<id>/quality/<task>/`."]
-    parts += ["", *_drift_section(run), *throughput_section(run), *server_section(run), *_garbage_section(run),
-              *_differences_section(run)]
+        parts += ["", "Scores are the task's headline metric (the first metric and filter of its lm-eval config; "
+                      "named in Quality tasks) ± its standard error, from lm-eval's per-sample records in "
+                      "`cells/<id>/quality/<task>/`."]
+    parts += ["", *quality_section(run), *_drift_section(run), *throughput_section(run), *server_section(run),
+              *_garbage_section(run), *_differences_section(run)]
     parts += _no_effect_section(run)
     parts += _warnings_section(run)
     parts += _requests_section(run)

@@ -264,7 +264,8 @@ def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_i
     begin = time.monotonic()
     outputs, tally = ask_all(state.plan.base_url, state.plan.served_model_name, probe_set, matrix.probes.max_tokens,
                              matrix.timeouts.request_s, matrix.probes.concurrency, retries=matrix.requests.retries,
-                             hung_after=matrix.requests.hung_after)
+                             hung_after=matrix.requests.hung_after,
+                             chat_template_kwargs=matrix.probes.chat_template_kwargs)
     if not alive():
         raise ServerDied("the server exited during the probes")
     save_probe_outputs(state.cell_dir / "probes.jsonl", outputs)
@@ -291,6 +292,8 @@ def _quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) ->
         include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=quality.concurrency,
         limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
         retries=quality.retries, done=state.quality,
+        per_task=lambda task: {**quality.settings_for(task),
+                               "data": quality.data[task].model_dump() if task in quality.data else None},
     )
     failed = [t.task for t in state.quality if t.error]
     if failed and state.status == "ok":

@@ -17,6 +17,7 @@ from evalharness import __version__
 from evalharness.analysis.drift import refresh_drift
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ProbeError, load_probes
+from evalharness.phases.quality import DataMissing, check_task_data
 from evalharness.records.io import ResultsError, load_run, save_run
 from evalharness.records.masking import mask_args, mask_argv, mask_env
 from evalharness.records.provenance import git_revision, harness_versions, machine_info, machine_kind, now_iso
@@ -120,6 +121,13 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
             progress: Progress | None = None) -> tuple[RunResult, int]:
     """Run every pending cell; return the run and the process exit status (0 done, 130/143 interrupted)."""
     preflight(matrix, ENGINES[matrix.engine], reference)
+    if matrix.quality is not None:
+        quality = matrix.quality
+        try:
+            check_task_data(quality.tasks, {t: d.model_dump() for t, d in quality.data.items()},
+                            quality.include_path, quality.include_defaults)
+        except DataMissing as exc:
+            raise RunError(f"quality: {exc} (nothing was launched)") from None
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
