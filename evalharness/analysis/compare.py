@@ -176,9 +176,15 @@ def scenario_changes(base: CellResult, head: CellResult) -> list[ScenarioChange]
 
 
 def _extra_fields(score: TaskScore) -> dict[str, float]:
-    """Figures like mean reasoning length and the share of answers cut off, under whatever name the record keeps."""
-    return {k: float(v) for k, v in score.model_dump().items() if isinstance(v, (int, float))
-            and not isinstance(v, bool) and any(word in k for word in ("reasoning", "truncat", "cut_off"))}
+    """The generation figures a backend can change at equal accuracy (records/measures.py GenerationStats): the share
+    of answers cut off by the token limit, mean reasoning length and mean completion length."""
+    stats = score.generation
+    if stats is None:
+        return {}
+    figures = {"truncated_share": stats.truncated_share, "mean_reasoning_chars": stats.mean_reasoning_chars,
+               "mean_reasoning_tokens": stats.mean_reasoning_tokens,
+               "mean_completion_tokens": stats.mean_completion_tokens}
+    return {name: float(value) for name, value in figures.items() if value is not None}
 
 
 def task_extras(base: CellResult, head: CellResult) -> list[TaskExtra]:

@@ -10,7 +10,7 @@ from evalharness.analysis.compare import compare_runs, match_cells, scenario_cha
 from evalharness.analysis.stats import ratio_interval
 from evalharness.cli import main
 from evalharness.records.io import save_run
-from evalharness.records.measures import (CrashReason, LogWarning, Percentiles, ProbeSummary, ScenarioResult,
+from evalharness.records.measures import (CrashReason, GenerationStats, LogWarning, Percentiles, ProbeSummary, ScenarioResult,
                                           TaskScore)
 from evalharness.records.run import CellResult, RunMeta, RunResult
 from evalharness.render.compare import summary_markdown
@@ -156,18 +156,18 @@ def test_throughput_repeats_give_an_interval_and_only_then_a_change_beyond_noise
 
 
 def test_reasoning_and_truncation_figures_are_compared_where_present():
-    class Thinking(TaskScore):
-        mean_reasoning_tokens: float | None = None
-        truncated_share: float | None = None
-
     def cell(score):
         return CellResult(id="c", axes={}, settings_hash="h", args={}, env={}, argv=[], status="ok", phase="done",
                           started_at="t", finished_at="t", duration_s=1, quality=[score])
 
-    before = cell(Thinking(task="gsm8k", mean_reasoning_tokens=400, truncated_share=0.05))
-    after = cell(Thinking(task="gsm8k", mean_reasoning_tokens=800, truncated_share=0.05))
-    [extra] = task_extras(before, after)
+    def thinking(reasoning_tokens, truncated):
+        return TaskScore(task="gsm8k", generation=GenerationStats(requests=20, truncated=truncated,
+                                                                  mean_reasoning_tokens=reasoning_tokens))
+
+    [extra] = task_extras(cell(thinking(400, 1)), cell(thinking(800, 1)))
     assert (extra.field, extra.base, extra.head) == ("mean_reasoning_tokens", 400, 800)
+    [extra] = task_extras(cell(thinking(400, 1)), cell(thinking(400, 4)))
+    assert (extra.field, extra.base, extra.head) == ("truncated_share", 0.05, 0.2)
     assert task_extras(cell(TaskScore(task="t")), cell(TaskScore(task="t"))) == []  # absent: nothing to say
 
 
