@@ -5,12 +5,10 @@ reads as unchanged within noise. Both runs are real runs of every cell (the unch
 noise in it is the engine's own."""
 
 import json
-from pathlib import Path
 
-import psutil
 import pytest
 
-from tests.integration.conftest import matrix_yaml, run_harness
+from tests.integration.conftest import engine_processes, matrix_yaml, run_harness
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1800)]  # a safety limit, several times a 2-core machine's time
 
@@ -20,20 +18,6 @@ EXTRA = ("probes: {max_tokens: 16}\n"
          "throughput: {scenarios: [{name: single, concurrency: 1, input_len: 32, output_len: 16, requests: 2, "
          "warmup_requests: 1}]}\n"
          "gate: {max_accuracy_drop: 0.05, hard_accuracy_drop: 0.2, alpha: 0.05}\n")
-
-
-def _processes_holding(folder: Path) -> list[psutil.Process]:
-    """Live processes with a file open under this test's folder: every engine process launched for these runs holds
-    its cell's server.log as stdout, workers included. (conftest's engine_processes() looks machine-wide, which on a
-    machine shared with other suites also finds their engines.)"""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if any(f.path.startswith(str(folder)) for f in proc.open_files()):
-                found.append(proc)
-        except (psutil.Error, OSError):
-            continue
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +30,7 @@ def two_runs(engine, tmp_path_factory):
                                       extra=EXTRA))
         proc = run_harness("run", "--matrix", str(matrix), "--out", str(folder / name), timeout=1500)
         assert proc.returncode == 0, proc.stderr
-        assert _processes_holding(folder) == []
+        assert engine_processes() == []
         results = json.loads((folder / name / "results.json").read_text())
         assert [c["teardown"]["leftover"] for c in results["cells"].values()] == [[], []]
         runs[name] = folder / name
