@@ -152,14 +152,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from evalharness.render.markdown import markdown_table
     from evalharness.render.throughput import THROUGHPUT_HEADER, throughput_notes, throughput_rows
 
+    from evalharness.phases.throughput.prompts import PromptSourceError, load_source
+
     root = args.base_url.rstrip("/").removesuffix("/v1")
+    try:
+        prompts = load_source(args.prompts)
+    except PromptSourceError as exc:
+        return _fail(str(exc))
     client = LoadClient(args.base_url, args.model, api=args.api, timeout_s=args.timeout,
-                        ignore_eos=not args.no_ignore_eos, tokenize_url=f"{root}/tokenize")
+                        ignore_eos=not args.no_ignore_eos, tokenize_url=f"{root}/tokenize", prompts=prompts)
     results = []
     for concurrency in args.concurrency:
         results.append(run_scenario(client, name=f"c{concurrency}", concurrency=concurrency, request_rate=None,
                                     input_len=args.input_len, output_len=args.output_len,
-                                    requests=args.requests, duration_s=None, warmup=args.warmup))
+                                    requests=args.requests, duration_s=None, warmup=args.warmup,
+                                    repeats=max(1, args.repeats)))
     print(markdown_table(THROUGHPUT_HEADER, throughput_rows(results)))
     for note in throughput_notes(results):
         print(note)
@@ -253,7 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--model", required=True)
     bench.add_argument("--concurrency", type=_int_list, default=[1], help="comma-separated, e.g. 1,8,32")
     bench.add_argument("--requests", type=int, default=None, help="measured requests per level (default 4x concurrency, at least 8)")
-    bench.add_argument("--input-len", type=int, default=128)
+    bench.add_argument("--input-len", type=int, default=128, help="prompt words, with --prompts random only")
+    bench.add_argument("--prompts", default="natural", help="natural (the shipped corpus), task:NAME, a .jsonl file, "
+                       "or random (capacity figures only)")
+    bench.add_argument("--repeats", type=int, default=1, help="measure each concurrency this many times")
     bench.add_argument("--output-len", type=int, default=128)
     bench.add_argument("--warmup", type=int, default=1)
     bench.add_argument("--api", choices=["completions", "chat"], default="completions")

@@ -66,6 +66,10 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     if matrix.quality and matrix.quality.include_path:
         updates["quality"] = matrix.quality.model_copy(
             update={"include_path": _resolve_relative(matrix.quality.include_path, path.parent)})
+    if matrix.throughput:
+        scenarios = [sc.model_copy(update={"prompts": _resolve_relative(sc.prompts, path.parent)})
+                     if sc.prompts.endswith(".jsonl") else sc for sc in matrix.throughput.scenarios]
+        updates["throughput"] = matrix.throughput.model_copy(update={"scenarios": scenarios})
     if matrix.command:
         updates["command"] = [_resolve_relative(matrix.command[0], path.parent), *matrix.command[1:]]
     matrix = matrix.model_copy(update=updates)

@@ -19,12 +19,14 @@ from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, lo
 from evalharness.phases.quality import SHIPPED_TASKS, run_quality
 from evalharness.phases.retries import ServerDied, judge_tally
 from evalharness.phases.throughput.client import LoadClient, run_scenario
+from evalharness.phases.throughput.prompts import load_source
 from evalharness.records.cellfiles import load_probe_outputs, save_probe_outputs
 from evalharness.records.masking import mask_args, mask_argv, mask_env
 from evalharness.records.measures import ProbeSummary, RequestTally, ScenarioResult, TaskScore
 from evalharness.records.provenance import now_iso
 from evalharness.records.run import CellResult, TeardownRecord
 from evalharness.runner.cellfolders import mark
+from evalharness.runner.phaseclock import PhaseClock
 from evalharness.runner.progress import Progress
 from evalharness.runner.signals import INTERRUPT, Interrupted
 from evalharness.serving.engines import Engine, LaunchPlan
@@ -68,6 +70,13 @@ class CellRun:
         self.requests: dict[str, RequestTally] = {}
         self.started_at = now_iso()
         self.begin = time.monotonic()
+        self.clock = PhaseClock()  # wall time per phase (runner/phaseclock.py)
+
+    def enter(self, name: str | None, progress: Progress | None = None) -> None:
+        """Stop the running phase's clock and start `name`'s (None: stop only); tell the progress line."""
+        self.clock.enter(name)
+        if name and progress is not None:
+            progress.phase(name)
 
     def result(self, engine: Engine) -> CellResult:
         log_text = _read_log(self.log_path)
@@ -92,6 +101,7 @@ class CellRun:
             requests=self.requests,
             log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,
             teardown=self.teardown,
+            phase_seconds=self.clock.times(self.quality),
             started_at=self.started_at,
             finished_at=now_iso(),
             duration_s=round(time.monotonic() - self.begin, 3),
@@ -102,7 +112,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     """The phases of one cell, recording into `state`; returns the server so the caller can always tear it down."""
     plan = state.plan
     if engine.name == "external":
-        progress.phase("startup")
+        state.enter("startup", progress)
         state.phase = "startup"
         ready, waited = wait_external(plan.root_url + plan.health_path, matrix.timeouts.startup_s)
         if not ready:
@@ -120,6 +130,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         server = ServerProcess(plan.argv, plan.env, state.log_path, plan.root_url + plan.health_path,
                                pid_file=state.cell_dir / "server.pid")
         state.server = server
+        state.enter("startup")  # the launch counts as startup
         try:
             server.start()
         except LaunchError as exc:
@@ -138,7 +149,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
             state.reason = f"not ready after {readiness.seconds:.0f}s (startup timeout {matrix.timeouts.startup_s:.0f}s)"
             return server
         state.startup_s = round(readiness.seconds, 2)
-    progress.phase("resolve")
+    state.enter("resolve", progress)
     state.phase = "resolve"
     with httpx.Client(timeout=10.0) as client:
         state.resolved = engine.resolved_config(client, plan, _read_log(state.log_path))
@@ -147,7 +158,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     if matrix.probes.enabled:
         _probe_phase(matrix, state, progress, reference_id, alive)
     if matrix.distribution.enabled:
-        progress.phase("distribution")
+        state.enter("distribution", progress)
         state.phase = "distribution"
         prompts = Path(matrix.distribution.prompts) if matrix.distribution.prompts else None
         state.distribution, tally = distribution.run_phase(
@@ -174,10 +185,11 @@ def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: 
     state.phase = "throughput"
     plan = state.plan
     for scenario in matrix.throughput.scenarios:
-        progress.phase(f"throughput {scenario.name}")
+        state.enter(f"throughput:{scenario.name}", progress)
         client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
                             timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
-                            tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after)
+                            tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after,
+                            prompts=load_source(scenario.prompts))
         before: dict[str, float] = {}
 
         def read_counters() -> None:
@@ -189,7 +201,7 @@ def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: 
                               request_rate=scenario.request_rate, input_len=scenario.input_len,
                               output_len=scenario.output_len, requests=scenario.requests,
                               duration_s=scenario.duration_s, warmup=scenario.warmup_requests,
-                              after_warmup=read_counters)
+                              after_warmup=read_counters, repeats=scenario.repeats)
         state.throughput.append(result)
         if not alive():
             raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
@@ -220,7 +232,7 @@ def _judge_requests(matrix: Matrix, state: CellRun, phase: str, tally: RequestTa
 
 
 def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id: str, alive) -> None:
-    progress.phase("probes")
+    state.enter("probes", progress)
     state.phase = "probes"
     probe_set = load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
     begin = time.monotonic()
@@ -245,7 +257,7 @@ def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_i
 def _quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) -> None:
     quality = matrix.quality
     assert quality is not None
-    progress.phase("quality")
+    state.enter("quality", progress)
     state.phase = "quality"
     run_quality(
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
@@ -287,8 +299,8 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
             state.status, state.reason = "error", f"{type(exc).__name__}: {exc} (in phase {state.phase})"
     finally:
         with INTERRUPT.deferred():
+            state.enter("teardown" if state.server is not None else None, progress)
             if state.server is not None:
-                progress.phase("teardown")
                 torn = state.server.stop(matrix.timeouts.teardown_grace_s)
                 state.teardown = torn.model_copy(update={"gpu_memory_before_mib": gpu_before,
                                                          "gpu_memory_after_mib": gpu_memory_released(gpu_before)})
@@ -298,6 +310,7 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
                 if torn.leftover:
                     progress.message(f"[bold red]engine processes left behind after teardown: {torn.leftover}[/]")
                 state.status, state.reason = after_teardown(state.status, state.reason, torn.leftover, held)
+            state.enter(None)
     INTERRUPT.raise_pending()  # a signal that came during teardown: the cell is not finished, do not record it
     return state.result(engine)
 

@@ -193,7 +193,7 @@ def test_bench_command(null_server, tmp_path, capsys):
                  "--output-len", "64", "--requests", "8", "--json", str(out)])
     assert code == 0
     table = capsys.readouterr().out
-    assert "| c1 | c=1 | 8/8 |" in table and "| c4 | c=4 | 8/8 |" in table
+    assert "| c1 | c=1 | natural, " in table and "| c4 | c=4 | natural, " in table and "| 8/8 |" in table
     saved = json.loads(out.read_text())
     assert [s["name"] for s in saved] == ["c1", "c4"] and saved[1]["output_tokens"] == 8 * 64
 
@@ -261,3 +261,24 @@ def test_a_signal_during_a_scenario_interrupts_it(null_server):
         timer.cancel()
         signal.signal(signal.SIGTERM, previous)
     assert time.monotonic() - begin < 5  # 8 x 512 tokens at 50 tok/s would take 40 s
+
+
+@pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "1", "--token-rate", "400"]], indirect=True)
+def test_repeats_measure_the_scenario_several_times_on_fresh_natural_prompts(null_server):
+    """Issue 14: `repeats` runs the measured requests N times (the warm-up once), each repeat on prompts of its own,
+    and keeps each repeat's output tok/s beside their mean; the prompts come from the named source."""
+    from evalharness.phases.throughput.prompts import load_source
+
+    httpx.post(f"{null_server}/truth/reset")
+    source = load_source("natural")
+    client = LoadClient(f"{null_server}/v1", "null", prompts=source)
+    result = run_scenario(client, name="t", concurrency=2, request_rate=None, input_len=16, output_len=32,
+                          requests=4, duration_s=None, warmup=1, repeats=3)
+    truth = httpx.get(f"{null_server}/truth").json()
+    assert truth["requests"] == 1 + 3 * 4 and result.completed == result.requests == 12
+    assert len(result.repeat_tok_s) == 3 and result.output_tok_s == pytest.approx(sum(result.repeat_tok_s) / 3)
+    low, high = result.tok_s_range()
+    assert low <= result.output_tok_s <= high and result.prompts == "natural"
+    # the null server counts prompt words: 12 distinct natural prompts (the warm-up's is not among the measured)
+    expected = sum(len(source.prompt(1000 + r * 4 + i, 16).split()) for r in range(3) for i in range(4))
+    assert result.prompt_tokens == expected
