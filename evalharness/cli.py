@@ -166,7 +166,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         results.append(run_scenario(client, name=f"c{concurrency}", concurrency=concurrency, request_rate=None,
                                     input_len=args.input_len, output_len=args.output_len,
                                     requests=args.requests, duration_s=None, warmup=args.warmup,
-                                    repeats=max(1, args.repeats)))
+                                    repeats=max(1, args.repeats), processes=max(1, args.client_processes)))
     print(markdown_table(THROUGHPUT_HEADER, throughput_rows(results)))
     for note in throughput_notes(results):
         print(note)
@@ -264,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--prompts", default="natural", help="natural (the shipped corpus), task:NAME, a .jsonl file, "
                        "or random (capacity figures only)")
     bench.add_argument("--repeats", type=int, default=1, help="measure each concurrency this many times")
+    bench.add_argument("--client-processes", type=int, default=1, help="shard the streams over this many processes")
     bench.add_argument("--output-len", type=int, default=128)
     bench.add_argument("--warmup", type=int, default=1)
     bench.add_argument("--api", choices=["completions", "chat"], default="completions")

@@ -126,6 +126,8 @@ class Scenario(_Strict):
     repeats: int = Field(1, ge=1, le=100, description="measure the scenario this many times (fresh prompts each "
                          "time); the report shows the range of output tok/s and no cell is called faster than another "
                          "within it")
+    client_processes: int = Field(1, ge=1, le=64, description="shard the streams over this many client processes "
+                                  "(one process keeps up with about 40,000 events/s: see benchmarks/README.md)")
 
     @model_validator(mode="after")
     def _one_mode(self) -> "Scenario":

@@ -201,7 +201,8 @@ def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: 
                               request_rate=scenario.request_rate, input_len=scenario.input_len,
                               output_len=scenario.output_len, requests=scenario.requests,
                               duration_s=scenario.duration_s, warmup=scenario.warmup_requests,
-                              after_warmup=read_counters, repeats=scenario.repeats)
+                              after_warmup=read_counters, repeats=scenario.repeats,
+                              processes=scenario.client_processes)
         state.throughput.append(result)
         if not alive():
             raise ServerDied(f"the server exited during throughput scenario {scenario.name}")

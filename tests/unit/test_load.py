@@ -282,3 +282,26 @@ def test_repeats_measure_the_scenario_several_times_on_fresh_natural_prompts(nul
     # the null server counts prompt words: 12 distinct natural prompts (the warm-up's is not among the measured)
     expected = sum(len(source.prompt(1000 + r * 4 + i, 16).split()) for r in range(3) for i in range(4))
     assert result.prompt_tokens == expected
+
+
+@pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "1", "--token-rate", "400"]], indirect=True)
+def test_streams_sharded_over_client_processes_measure_the_same(null_server):
+    """Issue 14.3: `client_processes` splits the streams over processes; their records are summarised together."""
+    from evalharness.phases.throughput.prompts import load_source
+    from evalharness.phases.throughput.shards import shares
+
+    assert shares(10, 3) == [4, 3, 3] and shares(2, 2) == [1, 1]
+    httpx.post(f"{null_server}/truth/reset")
+    client = LoadClient(f"{null_server}/v1", "null", prompts=load_source("natural"))
+    result = run_scenario(client, name="t", concurrency=4, request_rate=None, input_len=16, output_len=128,
+                          requests=8, duration_s=None, warmup=1, repeats=2, processes=2)
+    truth = httpx.get(f"{null_server}/truth").json()
+    assert truth["requests"] == 1 + 16 and result.completed == 16 and result.output_tokens == 16 * 128
+    assert len(result.repeat_tok_s) == 2 and result.itl_s.mean == pytest.approx(0.0025, rel=0.1)
+    # four streams in flight over two processes: each repeat's rate is that of four streams at 400 tok/s
+    assert all(r == pytest.approx(1600, rel=0.15) for r in result.repeat_tok_s)
+    # the shards draw the same prompts one process would have: each repeat's 8, none twice
+    source = load_source("natural")
+    assert result.prompt_tokens == sum(len(source.prompt(1000 + r * 8 + i, 16).split()) for r in range(2)
+                                       for i in range(8))
+    assert not client.hung

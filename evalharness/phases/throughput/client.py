@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from evalharness.phases.retries import TimeoutStreak
 from evalharness.phases.throughput.prompts import PromptSource, synthetic_prompt  # noqa: F401 (re-exported)
+from evalharness.phases.throughput.shards import run_sharded
 from evalharness.phases.throughput.sse import RequestRecord, SSEReader, StreamState
 from evalharness.phases.throughput.stats import summarize
 from evalharness.phases.throughput.stream_http import StreamClient, StreamClosed
@@ -29,6 +30,10 @@ class LoadClient:
                  ignore_eos: bool = True, tokenize_url: str | None = None, hung_after: int | None = None,
                  prompts: PromptSource | None = None):
         self.prompts = prompts or PromptSource("random")  # natural text is the scenarios' default (prompts.py)
+        # what a client process of a sharded scenario needs to build the same client (shards.py)
+        self.settings = dict(base_url=base_url, model=model, api=api, timeout_s=timeout_s, ignore_eos=ignore_eos,
+                             tokenize_url=tokenize_url, hung_after=hung_after, prompts=self.prompts)
+        self.shards_hung = False
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api = api
@@ -99,7 +104,7 @@ class LoadClient:
 
     @property
     def hung(self) -> bool:
-        return self._streak.hung
+        return self._streak.hung or self.shards_hung
 
     async def _count_with_tokenizer(self, text: str) -> int | None:
         if not self.tokenize_url:
@@ -178,11 +183,14 @@ def run_loop(coroutine):
 
 def run_scenario(client: LoadClient, *, name: str, concurrency: int | None, request_rate: float | None,
                  input_len: int, output_len: int, requests: int | None, duration_s: float | None,
-                 warmup: int, after_warmup: Callable[[], None] | None = None, repeats: int = 1) -> ScenarioResult:
+                 warmup: int, after_warmup: Callable[[], None] | None = None, repeats: int = 1,
+                 processes: int = 1) -> ScenarioResult:
     """One scenario: warm-up, then `after_warmup` (read the engine's counters), then the measured requests, `repeats`
     times over (the warm-up only before the first). Each repeat draws its own prompts (no prefix-cache hits between
     them), so the spread of their output tok/s is the run-to-run noise a reader should expect; the scenario's
-    output tok/s is their mean, its latency percentiles are over every measured request of every repeat."""
+    output tok/s is their mean, its latency percentiles are over every measured request of every repeat. With
+    `processes` > 1 the measured requests are sharded over that many client processes (shards.py); the warm-up and
+    the engine's counters stay in this one."""
     if requests is None and duration_s is None:
         requests = max(8, 4 * (concurrency or 1))
     records: list[RequestRecord] = []
@@ -191,11 +199,21 @@ def run_scenario(client: LoadClient, *, name: str, concurrency: int | None, requ
     for repeat in range(max(1, repeats)):
         if repeat and client.hung:
             break  # the engine stopped answering: more repeats would only add timeouts
-        _, measured = run_loop(client.run(requests=requests, duration_s=duration_s, concurrency=concurrency,
-                                          request_rate=request_rate, input_len=input_len, output_len=output_len,
-                                          warmup=warmup if repeat == 0 else 0,
-                                          after_warmup=after_warmup if repeat == 0 else None,
-                                          seed=repeat * (requests or 1000)))
+        seed = repeat * (requests or 1000)
+        if processes > 1:
+            if repeat == 0:
+                run_loop(client.run(requests=0, duration_s=None, concurrency=1, request_rate=None,
+                                    input_len=input_len, output_len=output_len, warmup=warmup,
+                                    after_warmup=after_warmup))
+            measured, hung, _ = run_sharded(client.settings, processes, requests=requests, duration_s=duration_s,
+                                         concurrency=concurrency, request_rate=request_rate, input_len=input_len,
+                                         output_len=output_len, seed=seed)
+            client.shards_hung = client.shards_hung or hung
+        else:
+            _, measured = run_loop(client.run(requests=requests, duration_s=duration_s, concurrency=concurrency,
+                                              request_rate=request_rate, input_len=input_len, output_len=output_len,
+                                              warmup=warmup if repeat == 0 else 0,
+                                              after_warmup=after_warmup if repeat == 0 else None, seed=seed))
         one = summarize(name, measured, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                         output_len=output_len)
         records += measured
