@@ -49,7 +49,7 @@ processes = int(sys.argv[5]) if len(sys.argv) > 5 else 1
 client = LoadClient(url + "/v1", "null", ignore_eos=True)
 t0 = time.perf_counter(); r0 = resource.getrusage(resource.RUSAGE_SELF)
 if processes > 1:  # CPU of the shards while they measured (their start-up is not the client's per-event cost)
-    records, _, shard_cpu = run_sharded(client.settings, processes, requests=n, duration_s=None, concurrency=c,
+    records, _, shard_cpu = run_sharded(LoadClient, client.settings, processes, requests=n, duration_s=None, concurrency=c,
                                         request_rate=None, input_len=16, output_len=L, seed=0)
 else:
     _, records = run_loop(client.run(requests=n, duration_s=None, concurrency=c, request_rate=None, input_len=16,

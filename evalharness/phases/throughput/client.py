@@ -205,9 +205,10 @@ def run_scenario(client: LoadClient, *, name: str, concurrency: int | None, requ
                 run_loop(client.run(requests=0, duration_s=None, concurrency=1, request_rate=None,
                                     input_len=input_len, output_len=output_len, warmup=warmup,
                                     after_warmup=after_warmup))
-            measured, hung, _ = run_sharded(client.settings, processes, requests=requests, duration_s=duration_s,
-                                         concurrency=concurrency, request_rate=request_rate, input_len=input_len,
-                                         output_len=output_len, seed=seed)
+            measured, hung, _ = run_sharded(type(client), client.settings, processes, requests=requests,
+                                            duration_s=duration_s, concurrency=concurrency,
+                                            request_rate=request_rate, input_len=input_len, output_len=output_len,
+                                            seed=seed)
             client.shards_hung = client.shards_hung or hung
         else:
             _, measured = run_loop(client.run(requests=requests, duration_s=duration_s, concurrency=concurrency,

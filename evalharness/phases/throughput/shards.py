@@ -13,6 +13,7 @@ told; they ignore SIGINT (the parent handles Ctrl-C and terminates them), so an 
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import resource
 import signal
@@ -27,24 +28,22 @@ def shares(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def _shard(conn, client_kwargs: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
+def _shard(conn, client_class: type, client_kwargs: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from evalharness.phases.throughput.client import LoadClient, run_loop
-
-    client = LoadClient(**client_kwargs)
+    client = client_class(**client_kwargs)  # the class comes pickled by name: no import of client.py here
     conn.send("ready")
     if conn.recv() != "go":
         return
     before = resource.getrusage(resource.RUSAGE_SELF)
-    _, measured = run_loop(client.run(**run_kwargs))
+    _, measured = asyncio.run(client.run(**run_kwargs))  # plain asyncio, as client.run_loop
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     conn.send((measured, client.hung, cpu_s))
     conn.close()
 
 
-def run_sharded(client_kwargs: dict[str, Any], processes: int, *, requests: int | None, duration_s: float | None,
-                concurrency: int | None, request_rate: float | None, input_len: int, output_len: int,
+def run_sharded(client_class: type, client_kwargs: dict[str, Any], processes: int, *, requests: int | None,
+                duration_s: float | None, concurrency: int | None, request_rate: float | None, input_len: int, output_len: int,
                 seed: int) -> tuple[list[RequestRecord], bool, float]:
     """The measured requests of one repeat over `processes` client processes: (records, whether one stopped hung,
     the processes' CPU seconds while they measured: what benchmarks/client_capacity.py reports per event)."""
@@ -61,7 +60,8 @@ def run_sharded(client_kwargs: dict[str, Any], processes: int, *, requests: int 
                               request_rate=request_rate / parts if request_rate else None, input_len=input_len,
                               output_len=output_len, warmup=0, seed=seed + offset)
             offset += request_shares[i] if request_shares[i] is not None else 100_000
-            proc = context.Process(target=_shard, args=(child_end, client_kwargs, run_kwargs), daemon=True)
+            proc = context.Process(target=_shard, args=(child_end, client_class, client_kwargs, run_kwargs),
+                                   daemon=True)
             proc.start()
             procs.append(proc)
             conns.append(parent_end)
