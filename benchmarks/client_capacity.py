@@ -58,7 +58,7 @@ else:
 wall = time.perf_counter() - t0; r1 = resource.getrusage(resource.RUSAGE_SELF)
 s = summarize("x", records, concurrency=c, request_rate=None, input_len=16, output_len=L)
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime) + shard_cpu
-print(json.dumps({"tokens": s.output_tokens, "wall_s": wall, "cpu_s": cpu, "output_tok_s": s.output_tok_s,
+print(json.dumps({"tokens": s.output_tokens, "wall_s": wall, "cpu_s": cpu, "sys_s": r1.ru_stime - r0.ru_stime, "output_tok_s": s.output_tok_s,
                   "itl_mean_s": s.itl_s.mean, "ok": s.completed, "tokens_per_chunk": s.tokens_per_chunk}))
 """
 
@@ -86,7 +86,7 @@ span = max(o.start_time + o.latency for o in ok) - min(o.start_time for o in ok)
 itls = [g for o in ok for g in o.itl]
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 print(json.dumps({"tokens": tokens, "wall_s": wall, "cpu_s": cpu, "output_tok_s": tokens / span if span else 0,
-                  "itl_mean_s": sum(itls) / len(itls) if itls else None, "ok": len(ok)}))
+                  "itl_mean_s": sum(itls) / len(itls) if itls else None, "ok": len(ok), "sys_s": r1.ru_stime - r0.ru_stime}))
 """
 
 DRIVER_SGLANG = """
@@ -171,7 +171,9 @@ def measure_paced(clients: dict, streams: int, step_ms: float, length: int, wave
                 result["us_per_event"] = result["cpu_s"] / result["tokens"] * 1e6
                 per[name].append(result)
                 chunk = result.get("tokens_per_chunk")
-                print(f"{name:14s} {result['us_per_event']:6.1f} us CPU/event  "
+                sys_share = (f", {result['sys_s'] / result['cpu_s']:.0%} in the kernel"
+                             if result.get("sys_s") is not None and result["cpu_s"] > 0 else "")
+                print(f"{name:14s} {result['us_per_event']:6.1f} us CPU/event{sys_share}  "
                       f"({result['cpu_s'] / result['wall_s']:4.0%} of a core)  measured {result['output_tok_s']:9,.0f}"
                       f" events/s, server sent {truth['output_tok_s']:9,.0f}/s; ITL mean "
                       f"{(result['itl_mean_s'] or 0) * 1000:5.2f} ms (step {step_ms} ms); ok {result['ok']}/"
