@@ -58,7 +58,8 @@ else:
 wall = time.perf_counter() - t0; r1 = resource.getrusage(resource.RUSAGE_SELF)
 s = summarize("x", records, concurrency=c, request_rate=None, input_len=16, output_len=L)
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime) + shard_cpu
-print(json.dumps({"tokens": s.output_tokens, "wall_s": wall, "cpu_s": cpu, "sys_s": r1.ru_stime - r0.ru_stime, "output_tok_s": s.output_tok_s,
+print(json.dumps({"tokens": s.output_tokens, "wall_s": wall, "cpu_s": cpu,
+                  "sys_s": None if processes > 1 else r1.ru_stime - r0.ru_stime, "output_tok_s": s.output_tok_s,
                   "itl_mean_s": s.itl_s.mean, "ok": s.completed, "tokens_per_chunk": s.tokens_per_chunk}))
 """
 
