@@ -3,7 +3,7 @@ estimate of the whole matrix's wall time once its reference cell has run.
 
 The engine's own work is the time it spends answering measuring requests: probes, distribution, quality (each
 task's time includes starting lm-eval's process, a few seconds, so the share outside is, if anything, understated)
-and throughput. Outside it: startup (launch to ready), resolve, teardown, and the harness's own work between phases.
+and throughput. Outside it: startup (launch to ready), resolve, teardown, and whatever no phase clock covered.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ def group_of(phase: str) -> str:
 
 
 def grouped(cell: CellResult) -> dict[str, float]:
-    """Seconds per kind of phase, plus 'other': the cell's wall time that no phase clock covered (the harness
-    between phases, saving files); empty for cells recorded before phases were timed."""
+    """Seconds per kind of phase, plus 'other': the cell's wall time that no phase clock covered (before the launch,
+    after teardown; the harness's work inside a phase counts in it); empty for cells recorded before phases were
+    timed."""
     if not cell.phase_seconds:
         return {}
     out: dict[str, float] = {}
