@@ -77,3 +77,25 @@ def ratio_interval(before: Sequence[float], after: Sequence[float], *, resamples
     low = ratios[max(0, int(math.floor(alpha * resamples)))]
     high = ratios[min(resamples - 1, int(math.ceil((1 - alpha) * resamples)) - 1)]
     return observed, low, high
+
+
+def slower_p_value(run: Sequence[float], baseline: Sequence[float]) -> float:
+    """One-sided p-value that the run's throughput is lower than the baseline's, from repeated measurements: Welch's
+    t-test when both sides have two or more, a one-sample t-test against the single figure when only one side does.
+    Needs at least two values on one side. Spreads of zero: 0.0 when the run is lower, else 1.0."""
+    from scipy.stats import ttest_1samp, ttest_ind
+
+    run, baseline = list(run), list(baseline)
+    if len(run) < 2 and len(baseline) < 2:
+        raise ValueError("slower_p_value needs at least two repeats on one side")
+    lower = sum(run) / len(run) < sum(baseline) / len(baseline)
+    spread = (len(run) > 1 and max(run) > min(run)) or (len(baseline) > 1 and max(baseline) > min(baseline))
+    if not spread:
+        return 0.0 if lower else 1.0
+    if len(run) >= 2 and len(baseline) >= 2:
+        p = ttest_ind(run, baseline, equal_var=False, alternative="less").pvalue
+    elif len(run) >= 2:
+        p = ttest_1samp(run, baseline[0], alternative="less").pvalue
+    else:
+        p = ttest_1samp(baseline, run[0], alternative="greater").pvalue
+    return float(p) if p == p else (0.0 if lower else 1.0)  # nan: one side without spread

@@ -73,6 +73,10 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
                 else _resolve_relative(files, path.parent) for split, files in data.data_files.items()}})
                 for task, data in quality.data.items()}})
         updates["quality"] = quality
+    if matrix.throughput:
+        scenarios = [sc.model_copy(update={"prompts": _resolve_relative(sc.prompts, path.parent)})
+                     if sc.prompts.endswith(".jsonl") else sc for sc in matrix.throughput.scenarios]
+        updates["throughput"] = matrix.throughput.model_copy(update={"scenarios": scenarios})
     if matrix.command:
         updates["command"] = [_resolve_relative(matrix.command[0], path.parent), *matrix.command[1:]]
     matrix = matrix.model_copy(update=updates)

@@ -180,6 +180,15 @@ class Scenario(_Strict):
     warmup_requests: int = Field(1, ge=0)
     ignore_eos: bool = True
     api: Literal["completions", "chat"] = "completions"
+    prompts: str = Field("natural", min_length=1, description="natural (the shipped corpus of natural requests), "
+                         "task:NAME (a shipped lm-eval task's prompts), a .jsonl file of {prompt}, or random (random "
+                         "words, input_len of them: capacity figures only; speculative decoding finds its own loops "
+                         "in them)")
+    repeats: int = Field(1, ge=1, le=100, description="measure the scenario this many times (fresh prompts each "
+                         "time); the report shows the range of output tok/s and no cell is called faster than another "
+                         "within it")
+    client_processes: int = Field(1, ge=1, le=64, description="shard the streams over this many client processes "
+                                  "(one process keeps up with about 40,000 events/s: see benchmarks/README.md)")
 
     @model_validator(mode="after")
     def _one_mode(self) -> "Scenario":

@@ -36,6 +36,7 @@ class BaselineCell(BaseModel):
     status: str
     tasks: dict[str, BaselineTask] = {}
     throughput: dict[str, float] = {}  # scenario -> output tokens/s
+    throughput_repeats: dict[str, list[float]] = {}  # scenario -> each repeat's output tok/s, where it was repeated
     engine_version: str | None = None
 
 

@@ -48,6 +48,16 @@ class ScenarioResult(BaseModel):
     token_sources: dict[str, int] = {}  # requests by source: usage (per chunk), spread (a total spread), tokenizer
     tokens_per_chunk: float | None = None  # per arrival: events that came in one read count as one chunk
     engine: dict[str, Any] = {}  # the engine's own figures for this scenario, e.g. speculative acceptance
+    # where the prompts came from: 'natural', 'task:NAME', a JSONL path, 'random'; None in runs before it was recorded
+    # (those used random words)
+    prompts: str | None = None
+    repeat_tok_s: list[float] = []  # output tok/s of each repeat when the scenario ran more than once (mean above)
+
+    def tok_s_range(self) -> tuple[float, float] | None:
+        """(lowest, highest) output tok/s over the repeats: the noise bar; None with fewer than two repeats."""
+        if len(self.repeat_tok_s) < 2:
+            return None
+        return min(self.repeat_tok_s), max(self.repeat_tok_s)
 
     def itl_interpolated(self) -> bool:
         """True when some request's tokens per chunk were not the server's own counts but a total spread evenly

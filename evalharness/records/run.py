@@ -58,6 +58,9 @@ class CellResult(BaseModel):
     drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")
     log: str | None = Field(None, description="the server log, relative to the run folder")
     teardown: TeardownRecord | None = None
+    phase_seconds: dict[str, float] = Field(default_factory=dict, description="wall time per phase in the order "
+                                            "they ran (startup, resolve, probes, distribution, quality:<task>, "
+                                            "throughput:<scenario>, teardown); empty in runs before it was recorded")
     started_at: str
     finished_at: str
     duration_s: float

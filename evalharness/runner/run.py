@@ -15,9 +15,11 @@ from pathlib import Path
 
 from evalharness import __version__
 from evalharness.analysis.drift import refresh_drift
+from evalharness.analysis.timing import estimate_line
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ProbeError, load_probes
 from evalharness.phases.quality import DataMissing, check_task_data
+from evalharness.phases.throughput.prompts import PromptSourceError, load_source
 from evalharness.records.io import ResultsError, load_run, save_run
 from evalharness.records.masking import mask_args, mask_argv, mask_env
 from evalharness.records.provenance import git_revision, harness_versions, machine_info, machine_kind, now_iso
@@ -138,6 +140,11 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
             load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
         except ProbeError as exc:
             raise RunError(str(exc)) from None
+    for scenario in matrix.throughput.scenarios if matrix.throughput else []:
+        try:
+            load_source(scenario.prompts)
+        except PromptSourceError as exc:
+            raise RunError(f"throughput scenario {scenario.name}: {exc}") from None
     for found in sweep_orphans(sorted(out_dir.glob("cells/*/server.pid"))):
         run.notes.append(f"On {'resume' if resume else 'start'}: {found}")
     for cell in cells:  # a cell that will run never starts in a folder that other settings filled
@@ -191,6 +198,9 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                         run.meta.engine_version = str(result.resolved["version"])
                     save()
                     progress.finished(cell.id, result.status, result.reason or "")
+                    estimate = estimate_line(run)
+                    if estimate:
+                        progress.message(estimate)
                 INTERRUPT.raise_pending()
             run.complete = True
         except _SaveFailed:
