@@ -10,18 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalharness.analysis.noeffect import no_effect_pairs
-from evalharness.analysis.pairing import pair, sample_scores
+from evalharness.analysis.pairing import Headline, headline_scores, pair, sample_records
 from evalharness.analysis.stats import mcnemar_exact, paired_bootstrap, topk_kl
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
 from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift
 from evalharness.records.io import ResultsError
 from evalharness.records.measures import ProbeOutput, Scored, TaskScore, percentiles
-from evalharness.records.run import RunResult
+from evalharness.records.run import CellResult, RunResult
 
 
-def task_drift(task: str, ref_score: TaskScore, cell_score: TaskScore, run_dir: Path) -> tuple[TaskDrift, list[float], list[float]]:
-    """Pair one task's samples by document; refuse across task versions. Returns the drift and the paired
-    per-sample scores (reference, cell) for pooling."""
+def task_drift(task: str, ref_score: TaskScore, cell_score: TaskScore, run_dir: Path,
+               cell_dir: Path | None = None) -> tuple[TaskDrift, list[float], list[float]]:
+    """Pair one task's headline records (per subtask and document); refuse across task versions. Returns the drift
+    and the paired per-sample scores (reference, cell) for pooling. `cell_dir`: the cell's run folder when it is
+    another run's (`compare`); by default both sides are in `run_dir`."""
     out = TaskDrift(task=task, metric=ref_score.metric)
     if ref_score.error or cell_score.error or not ref_score.samples or not cell_score.samples:
         out.comparable, out.reason = False, "a side has no samples (the task failed)"
@@ -30,13 +32,23 @@ def task_drift(task: str, ref_score: TaskScore, cell_score: TaskScore, run_dir: 
         out.comparable = False
         out.reason = f"task versions differ ({ref_score.version} vs {cell_score.version}): not paired"
         return out, [], []
-    paired = pair(sample_scores(run_dir / ref_score.samples, ref_score.metric),
-                  sample_scores(run_dir / cell_score.samples, ref_score.metric))
+    if ref_score.subtasks and ref_score.subtasks.keys() != cell_score.subtasks.keys():
+        out.comparable = False
+        out.reason = (f"the group's subtasks differ ({len(ref_score.subtasks)} in the reference, "
+                      f"{len(cell_score.subtasks)} in the cell): not paired")
+        return out, [], []
+    if any(sub.version != cell_score.subtasks[name].version for name, sub in ref_score.subtasks.items()):
+        out.comparable, out.reason = False, "subtask versions differ: not paired"
+        return out, [], []
+    # the reference's headline records, matched by key among every record of the cell (analysis/pairing.py)
+    paired = pair(headline_scores(run_dir / ref_score.samples, ref_score),
+                  sample_records((cell_dir or run_dir) / cell_score.samples, cell_score.task, Headline.of(ref_score)))
     refs, cells = paired.before, paired.after
     if not refs:
-        out.comparable, out.reason = False, "no samples could be paired by document id and hash"
+        out.comparable, out.reason = False, "no samples could be paired by subtask, document, filter and metric"
         return out, [], []
     out.paired = len(refs)
+    out.subtasks_paired = paired.per_subtask() if ref_score.subtasks else {}
     out.reference, out.cell = sum(refs) / len(refs), sum(cells) / len(cells)
     out.delta, out.ci_low, out.ci_high = paired_bootstrap(refs, cells)
     out.right_to_wrong, out.wrong_to_right = paired.right_to_wrong, paired.wrong_to_right
@@ -84,16 +96,20 @@ def compare_cells(reference: list[Scored], cell: list[Scored]) -> DistributionDr
 
 def cell_drift(run: RunResult, cell_id: str, run_dir: Path) -> CellDrift:
     """Everything that says how far one cell drifted from the run's reference cell."""
-    reference = run.cells[run.reference]
-    cell = run.cells[cell_id]
-    drift = CellDrift(cell=cell_id)
+    return drift_between(run.cells[run.reference], run_dir, run.cells[cell_id], run_dir)
+
+
+def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_dir: Path) -> CellDrift:
+    """How far `cell` (of the run in `cell_dir`) drifted from `reference` (of the run in `ref_dir`): the same run's
+    reference cell for drift, or the same cell in the base run for `compare`. Paired per sample, never by means."""
+    drift = CellDrift(cell=cell.id)
     ref_tasks = {t.task: t for t in reference.quality}
     pooled_ref: list[float] = []
     pooled_cell: list[float] = []
     for score in cell.quality:
         if score.task not in ref_tasks:
             continue
-        task, refs, cells = task_drift(score.task, ref_tasks[score.task], score, run_dir)
+        task, refs, cells = task_drift(score.task, ref_tasks[score.task], score, ref_dir, cell_dir)
         drift.tasks.append(task)
         pooled_ref += refs
         pooled_cell += cells
@@ -103,13 +119,12 @@ def cell_drift(run: RunResult, cell_id: str, run_dir: Path) -> CellDrift:
         drift.paired = len(pooled_ref)
         drift.accuracy_delta, drift.ci_low, drift.ci_high = paired_bootstrap(pooled_ref, pooled_cell)
         drift.p_value = mcnemar_exact(drift.right_to_wrong, drift.wrong_to_right)
-    cells_dir = run_dir / "cells"
-    ref_probes = load_probe_outputs(cells_dir / run.reference / "probes.jsonl")
-    cell_probes = load_probe_outputs(cells_dir / cell_id / "probes.jsonl")
+    ref_probes = load_probe_outputs(ref_dir / "cells" / reference.id / "probes.jsonl")
+    cell_probes = load_probe_outputs(cell_dir / "cells" / cell.id / "probes.jsonl")
     if ref_probes and cell_probes:
         drift.agreement = probe_agreement(list(ref_probes.values()), list(cell_probes.values()))
-    ref_dist = load_scored(cells_dir / run.reference / "distribution.jsonl")
-    cell_dist = load_scored(cells_dir / cell_id / "distribution.jsonl")
+    ref_dist = load_scored(ref_dir / "cells" / reference.id / "distribution.jsonl")
+    cell_dist = load_scored(cell_dir / "cells" / cell.id / "distribution.jsonl")
     if ref_dist or cell_dist:
         drift.distribution = compare_cells(ref_dist, cell_dist)
     return drift

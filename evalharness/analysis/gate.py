@@ -1,14 +1,17 @@
 """Baselines and the CI gate: a saved run against a committed baseline, with sample-size-aware thresholds.
 
-A baseline (records/baseline.py) records, per cell, each task's version and per-sample correctness (keyed by document,
-analysis/pairing.py), the throughput per scenario, and the versions. `gate` pairs a run's cells with it:
+A baseline (records/baseline.py) records, per cell, each task's version and per-sample correctness (its headline records keyed
+by subtask, document, filter and metric: analysis/pairing.py), the throughput per scenario, and the versions. `gate` pairs a run's cells with it:
 
 - accuracy: the drop (baseline minus run, over the paired samples) fails when it exceeds `max_accuracy_drop` AND the
   exact McNemar test says it is credible at the sample size (p < `alpha`); a drop beyond `hard_accuracy_drop` fails
   whatever the test says, so a large real drop on few samples never passes;
 - flips: more right-to-wrong answers than `max_flips`;
 - KLD: the run's own mean KL divergence against its reference cell above `max_kld`;
-- throughput: run / baseline below `min_throughput_ratio` (compare on the same kind of machine);
+- throughput: run / baseline below `min_throughput_ratio` (compare on the same kind of machine); where the scenario
+  was repeated (in the run, the baseline or both), the ratio must also be credible against the repeats' own noise
+  (one-sided Welch t-test, p < `alpha`): a fixed tolerance alone fails on noise or passes real slow-downs, and
+  `min_throughput_ratio: 1.0` with repeats gates on the noise alone;
 - coverage: the run must cover what the baseline covers: every task, every document of each task (a run that scored
   3 of the baseline's 200 documents says nothing about the other 197), and, when throughput is gated, every scenario;
 - a task whose version changed is refused rather than compared; a gated cell that crashed or served garbage fails.
@@ -18,8 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalharness.analysis.pairing import pair, sample_scores
-from evalharness.analysis.stats import mcnemar_exact
+from evalharness.analysis.pairing import Headline, canonical_scores, headline_scores, pair, sample_records
+from evalharness.analysis.stats import mcnemar_exact, slower_p_value
 from evalharness.records.baseline import Baseline, BaselineCell, BaselineError, BaselineTask, Thresholds
 from evalharness.records.measures import TaskScore
 from evalharness.records.provenance import machine_kind, now_iso
@@ -50,9 +53,12 @@ def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresh
             if score.error or not score.samples:
                 continue
             tasks[score.task] = BaselineTask(version=score.version, metric=score.metric, value=score.value,
-                                             correct=sample_scores(run_dir / score.samples, score.metric))
+                                             subtask_versions={k: s.version for k, s in score.subtasks.items()},
+                                             correct=headline_scores(run_dir / score.samples, score))
         out[cid] = BaselineCell(status=cell.status, tasks=tasks,
                                 throughput={s.name: s.output_tok_s for s in cell.throughput},
+                                throughput_repeats={s.name: s.repeat_tok_s for s in cell.throughput
+                                                    if len(s.repeat_tok_s) > 1},
                                 engine_version=str(cell.resolved.get("version")) if cell.resolved.get("version") else None)
     return Baseline(created=now_iso(), matrix_name=run.meta.matrix_name, harness_version=run.meta.harness_version,
                     engine=run.meta.engine, engine_version=run.meta.engine_version,
@@ -115,18 +121,35 @@ def check(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[str, 
                 violations.append(f"{run_id}: mean KL divergence {kld:.4f} against the run's reference exceeds "
                                   f"{limits.max_kld}")
         if limits.min_throughput_ratio is not None:
-            measured = {s.name: s.output_tok_s for s in cell.throughput}
-            missing = [name for name in base.throughput if name not in measured]
-            if missing:
-                violations.append(f"{run_id}: throughput scenario(s) {', '.join(missing)} of the baseline not in this "
-                                  f"run ({len(base.throughput) - len(missing)} of the baseline's "
-                                  f"{len(base.throughput)} scenarios measured)")
-            for name, before in base.throughput.items():
-                if name in measured and before > 0 and measured[name] / before < limits.min_throughput_ratio:
-                    violations.append(f"{run_id}: throughput {name} {measured[name]:.1f} tok/s is "
-                                      f"{measured[name] / before:.2f}x the baseline's {before:.1f} "
-                                      f"(minimum {limits.min_throughput_ratio}x)")
+            violations += _throughput_violations(run_id, cell.throughput, base, limits)
     return violations
+
+
+def _throughput_violations(run_id: str, scenarios: list, base: BaselineCell, limits: Thresholds) -> list[str]:
+    measured = {s.name: s for s in scenarios}
+    missing = [name for name in base.throughput if name not in measured]
+    out = []
+    if missing:
+        out.append(f"{run_id}: throughput scenario(s) {', '.join(missing)} of the baseline not in this run "
+                   f"({len(base.throughput) - len(missing)} of the baseline's {len(base.throughput)} scenarios measured)")
+    for name, before in base.throughput.items():
+        if name not in measured or before <= 0:
+            continue
+        now = measured[name].output_tok_s
+        ratio = now / before
+        if ratio >= limits.min_throughput_ratio:  # type: ignore[operator]
+            continue
+        where = (f"{run_id}: throughput {name} {now:.1f} tok/s is {ratio:.2f}x the baseline's {before:.1f} "
+                 f"(minimum {limits.min_throughput_ratio}x)")
+        run_reps, base_reps = measured[name].repeat_tok_s, base.throughput_repeats.get(name, [])
+        if len(run_reps) < 2 and len(base_reps) < 2:
+            out.append(where)  # no repeats: the fixed tolerance is all there is
+            continue
+        p = slower_p_value(run_reps if len(run_reps) > 1 else [now], base_reps if len(base_reps) > 1 else [before])
+        if p < limits.alpha:
+            out.append(f"{where}, and slower beyond the repeats' noise (one-sided Welch p={p:.3g} < {limits.alpha}; "
+                       f"run {len(run_reps) or 1} repeat(s), baseline {len(base_reps) or 1})")
+    return out
 
 
 def _task_violations(run_id: str, task: str, expected: BaselineTask, score: TaskScore | None, run_dir: Path, limits: Thresholds) -> list[str]:
@@ -136,7 +159,12 @@ def _task_violations(run_id: str, task: str, expected: BaselineTask, score: Task
     if score.version != expected.version:
         return [f"{run_id}: task {task} is version {score.version}, the baseline's is {expected.version}: "
                 "refusing to compare; save a new baseline"]
-    paired = pair(expected.correct, sample_scores(run_dir / score.samples, score.metric))
+    if expected.subtask_versions and {k: s.version for k, s in score.subtasks.items()} != expected.subtask_versions:
+        return [f"{run_id}: task {task}: its subtasks or their versions differ from the baseline's: refusing to "
+                "compare; save a new baseline"]
+    # the baseline's keys decide what is compared: its headline records, matched among every record of the run
+    paired = pair(canonical_scores(expected.correct, task, expected.metric),
+                  sample_records(run_dir / score.samples, score.task, Headline.of(score)))
     n = len(paired.before)
     out = []
     if n < total:
@@ -144,19 +172,27 @@ def _task_violations(run_id: str, task: str, expected: BaselineTask, score: Task
     if not n:
         return out
     before, after = sum(paired.before) / n, sum(paired.after) / n
-    lost, gained = paired.right_to_wrong, paired.wrong_to_right
+    where = f"{run_id}: task {task}: {after:.3f} vs baseline {before:.3f} on {n} paired samples"
+    out += [f"{where}: {reason}" for reason in accuracy_reasons(before, after, paired.right_to_wrong,
+                                                                 paired.wrong_to_right, limits)]
+    return out
+
+
+def accuracy_reasons(before: float, after: float, lost: int, gained: int, limits: Thresholds) -> list[str]:
+    """Why one task's paired accuracy fails the gate (empty: it passes); pure, so that
+    benchmarks/gate_false_alarms.py measures exactly this rule. `lost`/`gained`: right->wrong / wrong->right."""
     p = mcnemar_exact(lost, gained)
     drop = before - after
-    where = f"{run_id}: task {task}: {after:.3f} vs baseline {before:.3f} on {n} paired samples"
+    out = []
     if limits.hard_accuracy_drop is not None and drop > limits.hard_accuracy_drop:
-        out.append(f"{where}: drop {drop:.3f} exceeds the hard limit {limits.hard_accuracy_drop} "
+        out.append(f"drop {drop:.3f} exceeds the hard limit {limits.hard_accuracy_drop} "
                    f"(McNemar p={p:.3g}, {lost} right->wrong, {gained} wrong->right)")
     elif limits.max_accuracy_drop is not None and drop > limits.max_accuracy_drop:
         if p < limits.alpha:
-            out.append(f"{where}: drop {drop:.3f} exceeds {limits.max_accuracy_drop} and is credible at this sample "
+            out.append(f"drop {drop:.3f} exceeds {limits.max_accuracy_drop} and is credible at this sample "
                        f"size (McNemar p={p:.3g} < {limits.alpha}; {lost} right->wrong, {gained} wrong->right)")
     if limits.max_flips is not None and lost > limits.max_flips:
-        out.append(f"{where}: {lost} answers went right->wrong (maximum {limits.max_flips})")
+        out.append(f"{lost} answers went right->wrong (maximum {limits.max_flips})")
     return out
 
 

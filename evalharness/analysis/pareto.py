@@ -1,4 +1,10 @@
-"""The Pareto front of throughput against drift over a run's ready cells (pure: a RunResult in, points out)."""
+"""The Pareto front of throughput against drift over a run's ready cells (pure: a RunResult in, points out).
+
+Throughput is noisy (the same cell measured 11.1 and 8.3 tok/s on two machines of one kind, and more than 10% apart
+run to run on a shared one). Where a scenario ran more than once (`repeats`), each cell carries the range of its
+repeats, and one cell is faster than another only when its whole range lies above the other's: within the noise,
+two cells are as fast as each other, and the one with less drift dominates.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ class ParetoPoint(BaseModel):
     cell: str
     throughput: float
     drift: float
+    low: float | None = None  # the range of the repeats' output tok/s (None: measured once, no noise bar)
+    high: float | None = None
     on_front: bool = False
     dominated_by: list[str] = []
 
@@ -25,11 +33,32 @@ class Pareto(BaseModel):
     points: list[ParetoPoint]
 
 
+def faster(a: float, a_range: tuple[float, float] | None, b: float, b_range: tuple[float, float] | None) -> bool:
+    """Is throughput a higher than b beyond the noise? With a range on either side, a's low end must lie above b's
+    high end (a point without a range is its own low and high end); without ranges, plain comparison."""
+    if a_range is None and b_range is None:
+        return a > b
+    return (a_range or (a, a))[0] > (b_range or (b, b))[1]
+
+
+def _range(p: ParetoPoint) -> tuple[float, float] | None:
+    return None if p.low is None or p.high is None else (p.low, p.high)
+
+
 def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
-    """Mark the points no other point beats on both axes (throughput higher is better, drift lower is better)."""
+    """Mark the points no other point beats on both axes (throughput higher is better, drift lower is better). A point
+    q beats p when q is not slower (p not faster beyond the noise) and has no more drift, and q is faster beyond the
+    noise or has less drift."""
     for p in points:
-        p.dominated_by = [q.cell for q in points if q is not p and q.throughput >= p.throughput and q.drift <= p.drift
-                          and (q.throughput > p.throughput or q.drift < p.drift)]
+        beaten_by = []
+        for q in points:
+            if q is p:
+                continue
+            q_faster = faster(q.throughput, _range(q), p.throughput, _range(p))
+            p_faster = faster(p.throughput, _range(p), q.throughput, _range(q))
+            if not p_faster and q.drift <= p.drift and (q_faster or q.drift < p.drift):
+                beaten_by.append(q.cell)
+        p.dominated_by = beaten_by
         p.on_front = not p.dominated_by
     return points
 
@@ -47,6 +76,24 @@ def chosen_scenario(run: RunResult) -> str | None:
 def scenario_throughput(cell: CellResult | None, scenario: str | None) -> float | None:
     """Output tokens/s of one cell in one scenario, None where it has no such measurement."""
     return next((s.output_tok_s for s in (cell.throughput if cell else []) if s.name == scenario), None)
+
+
+def scenario_range(cell: CellResult | None, scenario: str | None) -> tuple[float, float] | None:
+    """The range of one cell's repeats in one scenario; None when it ran once (or not at all)."""
+    return next((s.tok_s_range() for s in (cell.throughput if cell else []) if s.name == scenario), None)
+
+
+def ratio_to_reference(tp: float, tp_range: tuple[float, float] | None, ref: float,
+                       ref_range: tuple[float, float] | None) -> tuple[float, float | None, float | None, str]:
+    """(ratio, low, high, verdict): cell over reference, with the range of ratios the repeats allow (None without
+    repeats) and 'faster', 'slower' or 'within noise' ('' when neither side has repeats: no noise known)."""
+    ratio = tp / ref
+    if tp_range is None and ref_range is None:
+        return ratio, None, None, ""
+    (lo, hi), (ref_lo, ref_hi) = tp_range or (tp, tp), ref_range or (ref, ref)
+    verdict = ("faster" if faster(tp, tp_range, ref, ref_range) else
+               "slower" if faster(ref, ref_range, tp, tp_range) else "within noise")
+    return ratio, lo / ref_hi, (hi / ref_lo if ref_lo > 0 else None), verdict
 
 
 def _drift(run: RunResult, cid: str, cell: CellResult, measure: str) -> float | None:
@@ -72,5 +119,7 @@ def pareto(run: RunResult) -> Pareto:
         tp = throughput[cid] = scenario_throughput(cell, scenario)
         drift = _drift(run, cid, cell, measure)
         if tp is not None and drift is not None:
-            points.append(ParetoPoint(cell=cid, throughput=tp, drift=drift))
+            low_high = scenario_range(cell, scenario)
+            points.append(ParetoPoint(cell=cid, throughput=tp, drift=drift, low=low_high[0] if low_high else None,
+                                      high=low_high[1] if low_high else None))
     return Pareto(scenario=scenario, measure=measure, throughput=throughput, points=pareto_front(points))

@@ -57,3 +57,45 @@ def topk_kl(reference: dict[str, float], cell: dict[str, float]) -> float:
     q_rest = max(1e-6, 1.0 - sum(q.values()))
     total = sum(pt * math.log(pt / max(q[t], 1e-12)) for t, pt in p.items() if pt > 0)
     return max(0.0, total + p_rest * math.log(p_rest / q_rest))
+
+
+def ratio_interval(before: Sequence[float], after: Sequence[float], *, resamples: int = 2000, seed: int = 0,
+                   confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean(after) / mean(before), low, high) from independent repeats of each side (not paired: repeat i of one run
+    has nothing to do with repeat i of the other), a percentile interval from resampling each side's repeats."""
+    if not before or not after or sum(before) <= 0:
+        raise ValueError("ratio_interval needs repeats on both sides and a positive mean before")
+    rng = random.Random(seed)
+    observed = (sum(after) / len(after)) / (sum(before) / len(before))
+    ratios = []
+    for _ in range(resamples):
+        b = sum(before[rng.randrange(len(before))] for _ in before) / len(before)
+        a = sum(after[rng.randrange(len(after))] for _ in after) / len(after)
+        ratios.append(a / b if b > 0 else math.inf)
+    ratios.sort()
+    alpha = (1 - confidence) / 2
+    low = ratios[max(0, int(math.floor(alpha * resamples)))]
+    high = ratios[min(resamples - 1, int(math.ceil((1 - alpha) * resamples)) - 1)]
+    return observed, low, high
+
+
+def slower_p_value(run: Sequence[float], baseline: Sequence[float]) -> float:
+    """One-sided p-value that the run's throughput is lower than the baseline's, from repeated measurements: Welch's
+    t-test when both sides have two or more, a one-sample t-test against the single figure when only one side does.
+    Needs at least two values on one side. Spreads of zero: 0.0 when the run is lower, else 1.0."""
+    from scipy.stats import ttest_1samp, ttest_ind
+
+    run, baseline = list(run), list(baseline)
+    if len(run) < 2 and len(baseline) < 2:
+        raise ValueError("slower_p_value needs at least two repeats on one side")
+    lower = sum(run) / len(run) < sum(baseline) / len(baseline)
+    spread = (len(run) > 1 and max(run) > min(run)) or (len(baseline) > 1 and max(baseline) > min(baseline))
+    if not spread:
+        return 0.0 if lower else 1.0
+    if len(run) >= 2 and len(baseline) >= 2:
+        p = ttest_ind(run, baseline, equal_var=False, alternative="less").pvalue
+    elif len(run) >= 2:
+        p = ttest_1samp(run, baseline[0], alternative="less").pvalue
+    else:
+        p = ttest_1samp(baseline, run[0], alternative="greater").pvalue
+    return float(p) if p == p else (0.0 if lower else 1.0)  # nan: one side without spread

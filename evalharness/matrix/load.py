@@ -63,9 +63,20 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     if matrix.distribution.prompts:
         updates["distribution"] = matrix.distribution.model_copy(
             update={"prompts": _resolve_relative(matrix.distribution.prompts, path.parent)})
-    if matrix.quality and matrix.quality.include_path:
-        updates["quality"] = matrix.quality.model_copy(
-            update={"include_path": _resolve_relative(matrix.quality.include_path, path.parent)})
+    if matrix.quality:
+        quality = matrix.quality
+        if quality.include_path:
+            quality = quality.model_copy(update={"include_path": _resolve_relative(quality.include_path, path.parent)})
+        if quality.data:
+            quality = quality.model_copy(update={"data": {task: data.model_copy(update={"data_files": {
+                split: [_resolve_relative(p, path.parent) for p in files] if isinstance(files, list)
+                else _resolve_relative(files, path.parent) for split, files in data.data_files.items()}})
+                for task, data in quality.data.items()}})
+        updates["quality"] = quality
+    if matrix.throughput:
+        scenarios = [sc.model_copy(update={"prompts": _resolve_relative(sc.prompts, path.parent)})
+                     if sc.prompts.endswith(".jsonl") else sc for sc in matrix.throughput.scenarios]
+        updates["throughput"] = matrix.throughput.model_copy(update={"scenarios": scenarios})
     if matrix.command:
         updates["command"] = [_resolve_relative(matrix.command[0], path.parent), *matrix.command[1:]]
     matrix = matrix.model_copy(update=updates)

@@ -74,6 +74,8 @@ class ProbesSection(_Strict):
     garbage_min_share: float = Field(0.5, gt=0, le=1, description="share of marked probe outputs that makes garbage")
     garbage_min_excess: float = Field(0.3, ge=0, le=1, description="...and by how much it must exceed the reference's")
     run_costly_phases_on_garbage: bool = False
+    chat_template_kwargs: dict[str, Any] | None = Field(None, description="passed with every probe, e.g. "
+                                                        "{enable_thinking: false}")
 
 
 class DistributionSection(_Strict):
@@ -84,10 +86,47 @@ class DistributionSection(_Strict):
     max_tokens: int = Field(32, gt=0, description="length of the reference's continuations")
 
 
+class TaskData(_Strict):
+    """A task's data from files on this machine instead of the hub: lm-eval's own task config runs unchanged but for
+    its dataset, loaded with the `format` builder from `data_files` (split -> path(s)); in a path, {task} and
+    {dataset_name} name each leaf task of a group and its hub config (mmlu: one folder per subject)."""
+
+    data_files: dict[str, Union[str, list[str]]] = Field(min_length=1)
+    format: Literal["json", "csv", "parquet"] = "json"
+    dataset_kwargs: dict[str, Any] = Field(default_factory=dict, description="more load_dataset arguments")
+
+
+MaxGenToks = Annotated[int | None, Field(None, gt=0, description="generation budget; overrides the task config's")]
+GenKwargs = Annotated[dict[str, Any], Field(default_factory=dict, description="e.g. {temperature: 0.6, top_p: 0.95, "
+                                           "top_k: 20, do_sample: true}; override the task config's generation_kwargs")]
+ChatTemplateKwargs = Annotated[dict[str, Any] | None, Field(None, description="api chat: sent with every request, e.g. "
+                                                            "{enable_thinking: true}")]
+ThinkEndToken = Annotated[str | None, Field(None, description="api chat, an engine without a reasoning parser: the "
+                                            "answer is the text after this token (e.g. '</think>'), the rest reasoning")]
+GENERATION_KEYS = ("max_gen_toks", "gen_kwargs", "chat_template_kwargs", "think_end_token")
+
+
+class TaskSettings(_Strict):
+    """One task's own settings (quality.task_settings.<task>), over the quality section's."""
+
+    limit: int | None = Field(None, gt=0, description="documents (per subtask of a group), over quality.limit")
+    max_gen_toks: MaxGenToks
+    gen_kwargs: GenKwargs
+    chat_template_kwargs: ChatTemplateKwargs
+    think_end_token: ThinkEndToken
+
+
 class QualitySection(_Strict):
-    """Quality tasks (lm-eval) through the endpoint, one task at a time, per-sample records kept."""
+    """Quality tasks (lm-eval) through the endpoint, one task at a time, per-sample records kept. The generation
+    settings (budget, sampling, chat template switches) apply to every generation task unless overridden per task."""
 
     tasks: list[Annotated[str, Field(pattern=TASK_PATTERN)]] = Field(min_length=1)
+    max_gen_toks: MaxGenToks
+    gen_kwargs: GenKwargs
+    chat_template_kwargs: ChatTemplateKwargs
+    think_end_token: ThinkEndToken
+    data: dict[str, TaskData] = Field(default_factory=dict, description="task -> local data files (no hub)")
+    task_settings: dict[str, TaskSettings] = Field(default_factory=dict, description="task -> its own settings")
     include_path: str | None = Field(None, description="folder of task YAMLs; default the shipped tasks/lm_eval")
     include_defaults: bool = Field(False, description="also index lm-eval's built-in tasks (gsm8k, ...; slower)")
     api: Literal["completions", "chat"] = "completions"
@@ -98,6 +137,26 @@ class QualitySection(_Strict):
     concurrency: int = Field(4, gt=0)
     retries: int = Field(2, ge=0, description="reruns of a failed task (its request cache resumes it)")
     task_timeout_s: float = Field(3600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _known_tasks(self) -> "QualitySection":
+        for section in ("data", "task_settings"):
+            for task in getattr(self, section):
+                if task not in self.tasks:
+                    raise ValueError(f"{section}.{task}: {unknown_name('task', task, self.tasks)}")
+        for where, settings in [("", self), *((f"task_settings.{t}.", g) for t, g in self.task_settings.items())]:
+            if self.api != "chat" and (settings.chat_template_kwargs or settings.think_end_token):
+                raise ValueError(f"{where}chat_template_kwargs and think_end_token apply to api: chat only")
+        return self
+
+    def settings_for(self, task: str) -> dict[str, Any]:
+        """The worker's settings for one task (limit and generation): the section's, overridden by the task's own."""
+        own = self.task_settings.get(task)
+        merged = {key: getattr(self, key) for key in ("limit", *GENERATION_KEYS)}
+        if own is not None:
+            merged.update({k: v for k, v in own.model_dump(exclude_unset=True).items() if k != "gen_kwargs"})
+            merged["gen_kwargs"] = {**self.gen_kwargs, **own.gen_kwargs}
+        return merged
 
 
 class RequestsSection(_Strict):
@@ -121,6 +180,15 @@ class Scenario(_Strict):
     warmup_requests: int = Field(1, ge=0)
     ignore_eos: bool = True
     api: Literal["completions", "chat"] = "completions"
+    prompts: str = Field("natural", min_length=1, description="natural (the shipped corpus of natural requests), "
+                         "task:NAME (a shipped lm-eval task's prompts), a .jsonl file of {prompt}, or random (random "
+                         "words, input_len of them: capacity figures only; speculative decoding finds its own loops "
+                         "in them)")
+    repeats: int = Field(1, ge=1, le=100, description="measure the scenario this many times (fresh prompts each "
+                         "time); the report shows the range of output tok/s and no cell is called faster than another "
+                         "within it")
+    client_processes: int = Field(1, ge=1, le=64, description="shard the streams over this many client processes "
+                                  "(one process keeps up with about 40,000 events/s: see benchmarks/README.md)")
 
     @model_validator(mode="after")
     def _one_mode(self) -> "Scenario":

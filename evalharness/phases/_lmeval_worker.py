@@ -1,11 +1,20 @@
 """Runs one lm-eval task against one endpoint, in its own process, and writes what the harness reads back.
 
 Usage: python -m evalharness.phases._lmeval_worker SPEC.json
+       python -m evalharness.phases._lmeval_worker --check SPEC.json   (load every task's data; run nothing)
 SPEC: {task, include_path, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("remote" |
-       "none"), concurrency, max_retries, timeout_s, limit, max_gen_toks, out_dir, cache}
-Writes OUT_DIR/summary.json ({task, version, metrics, n_samples, ...}) and OUT_DIR/samples.jsonl (one line per
-document: doc_id, doc_hash, prompt_hash, target, filtered response, per-sample metrics). Runs in a subprocess because
-lm-eval aborts a whole evaluation when one request keeps failing, and a hung request must be killable.
+       "none"), concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs,
+       think_end_token, data, out_dir, cache}; --check takes {tasks: {name: data or null}, include_path,
+       include_defaults}.
+Writes OUT_DIR/summary.json (headline, value, subtasks, generation statistics, versions; _lmeval_results.py),
+OUT_DIR/samples.jsonl (one row per subtask, document and filter, with every metric, the answer's finish_reason and
+its reasoning) and OUT_DIR/answers.jsonl (the recording client's side file, _lmeval_models.py). Runs in a subprocess
+because lm-eval aborts a whole evaluation when one request keeps failing, and a hung request must be killable.
+
+Local data (`data`: the matrix's quality.data.<task>) replaces the hub dataset of every leaf task this process loads
+(one requested task per process, so a group's subtasks all take it): lm-eval's own task config runs unchanged except
+for dataset_path (the `format` builder: json, csv, parquet), dataset_name (none) and dataset_kwargs (data_files, in
+which {task} and {dataset_name} name the leaf task and its hub config, for groups whose subtasks have a file each).
 """
 
 from __future__ import annotations
@@ -16,44 +25,106 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        return str(value)
+_DATA: dict[str, Any] | None = None  # the local data of the task being loaded (None: its hub dataset)
 
 
-def main(spec_path: str) -> int:
-    spec = json.loads(Path(spec_path).read_text())
-    out_dir = Path(spec["out_dir"])
-    out_dir.mkdir(parents=True, exist_ok=True)
+def _local_data_hook() -> None:
+    """Make ConfigurableTask.download read _DATA's files instead of the hub: lm-eval builds and downloads a task in
+    one step (TaskManager.load), with no argument for another dataset, and a group builds its subtasks itself."""
+    from lm_eval.api.task import ConfigurableTask
+
+    original = ConfigurableTask.download
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if _DATA is None:
+            try:
+                return original(self, dataset_kwargs, **kwargs)
+            except Exception as exc:  # name the task and what it wanted, then let the worker fail with it
+                raise RuntimeError(f"task {self.config.task}: dataset {self.DATASET_PATH!r} (config "
+                                   f"{self.DATASET_NAME!r}) could not be loaded offline: {type(exc).__name__}: "
+                                   f"{str(exc)[:300]}; give its files in the matrix (quality.data) or fetch it "
+                                   "into the Hugging Face cache (docs/quality.md)") from exc
+        names = {"task": self.config.task, "dataset_name": self.DATASET_NAME or ""}
+        files = {split: [p.format(**names) for p in paths] if isinstance(paths, list) else paths.format(**names)
+                 for split, paths in _DATA["data_files"].items()}
+        local = {**(_DATA.get("dataset_kwargs") or {}), "data_files": files}
+        self.DATASET_PATH, self.DATASET_NAME = _DATA.get("format", "json"), None
+        self.config.dataset_path, self.config.dataset_name, self.config.dataset_kwargs = self.DATASET_PATH, None, local
+        return original(self, dict(local), **kwargs)
+
+    ConfigurableTask.download = download
+
+
+def _setup(spec: dict[str, Any]):
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
+    import evalharness.phases._lmeval_models  # noqa: F401  (registers evalharness-chat, evalharness-completions)
+
+    _local_data_hook()
     include = spec.get("include_path")
     if include:
         os.chdir(include)  # the shipped tasks name their data files relative to their own folder
-    manager = TaskManager(include_path=include, include_defaults=bool(spec.get("include_defaults", False)))
+    return TaskManager(include_path=include, include_defaults=bool(spec.get("include_defaults", False)))
+
+
+def check(spec: dict[str, Any]) -> int:
+    """Load every task's data as the run will, and name each task whose data is missing (exit 3)."""
+    global _DATA
+    manager = _setup(spec)
+    failed = 0
+    for task, data in spec["tasks"].items():
+        _DATA = data
+        try:
+            manager.load([task])
+        except Exception as exc:  # KeyError for an unknown task, the hook's message for absent data, nltk, ...
+            failed += 1
+            text = str(exc).strip().strip('"')
+            if isinstance(exc, ImportError):  # ifeval's scorer: langdetect, immutabledict, nltk and its punkt_tab
+                text += " (the task's code needs it: install it into the harness's environment; docs/quality.md)"
+            print(text if text.startswith(f"task {task}") else f"task {task}: {type(exc).__name__}: {text}",
+                  file=sys.stderr)
+    return 3 if failed else 0
+
+
+def main(spec_path: str) -> int:
+    global _DATA
+    spec = json.loads(Path(spec_path).read_text())
+    out_dir = Path(spec["out_dir"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _DATA = spec.get("data")
+    manager = _setup(spec)
+    from lm_eval import simple_evaluate
+
+    from evalharness.phases._lmeval_results import read_answers, summarize
+
     chat = spec.get("api") == "chat"
     base = spec["base_url"].rstrip("/")
+    answers_path = out_dir / "answers.jsonl"
     model_args = {
         "model": spec["model"],
         "base_url": f"{base}/chat/completions" if chat else f"{base}/completions",
         "num_concurrent": spec.get("concurrency", 4),
         "max_retries": spec.get("max_retries", 5),
         "timeout": int(spec.get("timeout_s", 300)),
-        "max_gen_toks": spec.get("max_gen_toks", 256),
+        "max_gen_toks": spec.get("max_gen_toks") or 256,
         # the engine's own tokenizer through its /tokenize endpoint: no hub download, same tokens as the server
         "tokenizer_backend": "none" if chat else spec.get("tokenizer", "remote"),
         "tokenized_requests": False,
+        "record_path": str(answers_path),
     }
+    if chat:
+        model_args.update(chat_template_kwargs=spec.get("chat_template_kwargs"),
+                          think_end_token=spec.get("think_end_token"))
+    # the matrix's generation settings override the task config's (max_gen_toks included: mmlu_pro's own is 2048)
+    gen_kwargs = {**(spec.get("gen_kwargs") or {})}
+    if spec.get("max_gen_toks"):
+        gen_kwargs["max_gen_toks"] = spec["max_gen_toks"]
     results = simple_evaluate(
-        model="local-chat-completions" if chat else "local-completions",
+        model="evalharness-chat" if chat else "evalharness-completions",
         model_args=model_args,
         tasks=[spec["task"]],
         task_manager=manager,
@@ -61,6 +132,7 @@ def main(spec_path: str) -> int:
         use_cache=spec.get("cache"),
         log_samples=True,
         apply_chat_template=chat,
+        gen_kwargs=gen_kwargs or None,
         random_seed=1234,
         numpy_random_seed=1234,
         torch_random_seed=1234,
@@ -69,33 +141,14 @@ def main(spec_path: str) -> int:
     if results is None:
         print("lm-eval returned no results", file=sys.stderr)
         return 1
-    task = spec["task"]
-    samples = results.get("samples", {}).get(task, [])
+    summary, rows = summarize(spec["task"], results, read_answers(answers_path))
     with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as handle:
-        for sample in samples:
-            filtered = sample.get("filtered_resps")
-            metric_names = sample.get("metrics") or []
-            record = {
-                "doc_id": sample.get("doc_id"),
-                "doc_hash": sample.get("doc_hash"),
-                "prompt_hash": sample.get("prompt_hash"),
-                "target": _jsonable(sample.get("target")),
-                "response": _jsonable(filtered[0] if isinstance(filtered, list) and len(filtered) == 1 else filtered),
-                "filter": sample.get("filter"),
-                "metrics": {name: _jsonable(sample.get(name)) for name in metric_names},
-            }
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    summary = {
-        "task": task,
-        "version": _jsonable(results.get("versions", {}).get(task)),
-        "metrics": {k: _jsonable(v) for k, v in results.get("results", {}).get(task, {}).items() if k != "alias"},
-        "n_samples": _jsonable(results.get("n-samples", {}).get(task)),
-        "config_hash": _jsonable((results.get("task_hashes") or {}).get(task)),
-        "lm_eval_version": _jsonable((results.get("config") or {}).get("lm_eval_version") or results.get("lm_eval_version")),
-    }
+        handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--check":
+        raise SystemExit(check(json.loads(Path(sys.argv[2]).read_text())))
     raise SystemExit(main(sys.argv[1]))

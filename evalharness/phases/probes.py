@@ -8,6 +8,7 @@ verdict relative, since a 135M model loops on some prompts in every configuratio
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -51,13 +52,26 @@ def load_probes(path: Path) -> list[Probe]:
     return probes
 
 
-def _ask(api: Endpoint, model: str, probe: Probe, max_tokens: int) -> ProbeOutput:
+def reasoning_of(message: object) -> str | None:
+    """A reasoning model's thinking, apart from its answer: SGLang and vLLM's `reasoning_content`, newer vLLM's
+    `reasoning` (extra fields of the openai client's message)."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _ask(api: Endpoint, model: str, probe: Probe, max_tokens: int,
+         chat_template_kwargs: dict[str, Any] | None = None) -> ProbeOutput:
     prompt = next((m["content"] for m in reversed(probe.messages) if m.get("role") == "user"), "")
+    extra = {"extra_body": {"chat_template_kwargs": chat_template_kwargs}} if chat_template_kwargs else {}
     try:
         answer = api.chat(model=model, messages=probe.messages, max_tokens=probe.max_tokens or max_tokens,
-                          temperature=0.0, seed=0)
+                          temperature=0.0, seed=0, **extra)
         choice = answer.choices[0]
         return ProbeOutput(id=probe.id, prompt=prompt, output=choice.message.content or "",
+                           reasoning=reasoning_of(choice.message),
                            finish_reason=getattr(choice, "finish_reason", None),
                            completion_tokens=getattr(answer.usage, "completion_tokens", None))
     except RequestFailed as exc:
@@ -67,11 +81,13 @@ def _ask(api: Endpoint, model: str, probe: Probe, max_tokens: int) -> ProbeOutpu
 
 
 def ask_all(base_url: str, model: str, probes: list[Probe], max_tokens: int, timeout_s: float,
-            concurrency: int = 4, retries: int = 2, hung_after: int = 3) -> tuple[list[ProbeOutput], RequestTally]:
+            concurrency: int = 4, retries: int = 2, hung_after: int = 3,
+            chat_template_kwargs: dict[str, Any] | None = None) -> tuple[list[ProbeOutput], RequestTally]:
     """Every probe, greedy, a few at a time, through the openai client (phases/openai_api.py); a request that keeps
     failing is recorded with its error."""
     with Endpoint(base_url, timeout_s, retries=retries, hung_after=hung_after) as api:
-        outputs = map_in_threads(lambda probe: _ask(api, model, probe, max_tokens), probes, concurrency)
+        outputs = map_in_threads(lambda probe: _ask(api, model, probe, max_tokens, chat_template_kwargs), probes,
+                                 concurrency)
         return outputs, api.tally
 
 
@@ -82,12 +98,10 @@ def judge_outputs(outputs: list[ProbeOutput], probes: list[Probe], reference: di
     answered = [o for o in outputs if o.error is None]
     for out in answered:
         ref = reference.get(out.id)
-        verdict = judge(Sample(output=out.output, prompt=out.prompt, finish_reason=out.finish_reason,
-                               expect_stop=expect.get(out.id, False),
-                               reference_output=ref.output if ref is not None and ref.error is None else None))
-        out.garbage = verdict.garbage
-        out.findings = [f.model_dump() for f in verdict.findings]
-    for index, finding in same_answer([o.output for o in answered]).items():
+        ref = ref if ref is not None and ref.error is None else None
+        out.garbage, out.findings = _judge_parts(out, expect.get(out.id, False), ref)
+    # the same text to many prompts: the answer, or the reasoning where a model only reasoned
+    for index, finding in same_answer([o.output or o.reasoning or "" for o in answered]).items():
         answered[index].garbage = True
         answered[index].findings.append(finding.model_dump())
     ref_flags = [reference[o.id].garbage for o in answered if o.id in reference and reference[o.id].error is None]
@@ -96,3 +110,22 @@ def judge_outputs(outputs: list[ProbeOutput], probes: list[Probe], reference: di
     reason = verdict.reason + (f"; {errors} probes failed" if errors else "")
     return ProbeSummary(garbage=verdict.garbage, flagged=verdict.flagged, total=verdict.total, errors=errors,
                         reason=reason, offending=[o for o in answered if o.garbage][:3], seconds=round(seconds, 2))
+
+
+def _judge_parts(out: ProbeOutput, expect_stop: bool, ref: ProbeOutput | None) -> tuple[bool, list[dict]]:
+    """A reasoning model's answer and its reasoning, each through the detectors. An answer that only reasons (cut
+    off by max_tokens while thinking, content empty) is not garbage for its missing answer: its reasoning is judged
+    instead; reasoning that is symbol soup or a loop marks the probe like an answer would. Findings about the
+    reasoning are named 'reasoning:<detector>'."""
+    garbage, findings = False, []
+    if out.output or not out.reasoning:
+        verdict = judge(Sample(output=out.output, prompt=out.prompt, finish_reason=out.finish_reason,
+                               expect_stop=expect_stop, reference_output=ref.output if ref else None))
+        garbage, findings = verdict.garbage, [f.model_dump() for f in verdict.findings]
+    if out.reasoning:
+        # thinking long is what a reasoning model does: never_stops does not apply to it (no finish_reason passed)
+        verdict = judge(Sample(output=out.reasoning, prompt=out.prompt,
+                               reference_output=(ref.reasoning or None) if ref else None))
+        garbage = garbage or verdict.garbage
+        findings += [{**f.model_dump(), "detector": f"reasoning:{f.detector}"} for f in verdict.findings]
+    return garbage, findings

@@ -9,31 +9,19 @@ never lost: each writes its summary and samples before the next starts.
 
 from __future__ import annotations
 
+import glob
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from evalharness.phases.retries import ServerDied
-from evalharness.records.measures import TaskScore
+from evalharness.records.measures import GenerationStats, SubtaskScore, TaskScore
 
 SHIPPED_TASKS = Path(__file__).resolve().parents[2] / "tasks" / "lm_eval"
-
-
-def primary_metric(metrics: dict[str, Any]) -> tuple[str | None, float | None, float | None]:
-    """The headline metric of an lm-eval task result: exact_match first, then acc, then the first other number;
-    with its standard error when lm-eval computed one (keys look like 'exact_match,strict' and
-    'exact_match_stderr,strict')."""
-    keys = [k for k in metrics if "_stderr" not in k and isinstance(metrics[k], (int, float))]
-    for prefix in ("exact_match", "acc,", "acc_norm", ""):
-        chosen = next((k for k in keys if k.startswith(prefix)), None)
-        if chosen:
-            name, _, filt = chosen.partition(",")
-            stderr = metrics.get(f"{name}_stderr,{filt}" if filt else f"{name}_stderr")
-            return chosen, float(metrics[chosen]), float(stderr) if isinstance(stderr, (int, float)) else None
-    return None, None, None
 
 
 def _tail(path: Path, lines: int = 6) -> str:
@@ -67,11 +55,13 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
         summary_path = task_dir / "summary.json"
         if code == 0 and summary_path.exists():
             summary = json.loads(summary_path.read_text())
-            metric, value, stderr = primary_metric(summary.get("metrics", {}))
-            return TaskScore(task=task, version=summary.get("version"), metric=metric, value=value, stderr=stderr,
-                             n=(summary.get("n_samples") or {}).get("effective"), attempts=attempt,
-                             seconds=round(time.monotonic() - begin, 2),
-                             samples=str((task_dir / "samples.jsonl").relative_to(run_dir.absolute())))
+            generation = summary.get("generation")
+            return TaskScore(task=task, version=summary.get("version"), metric=summary.get("headline"),
+                             value=summary.get("value"), stderr=summary.get("stderr"), n=summary.get("n"),
+                             attempts=attempt, seconds=round(time.monotonic() - begin, 2),
+                             samples=str((task_dir / "samples.jsonl").relative_to(run_dir.absolute())),
+                             subtasks={k: SubtaskScore(**v) for k, v in (summary.get("subtasks") or {}).items()},
+                             generation=GenerationStats(**generation) if generation else None)
         if code is None:
             error = f"timed out after {timeout_s:.0f}s"
         elif code == 0:
@@ -87,12 +77,60 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
 
 def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run_dir: Path,
                 server_alive: Callable[[], bool], *, include_path: str | None, include_defaults: bool, api: str,
-                tokenizer: str,
-                concurrency: int, limit: int | None, request_timeout_s: float, task_timeout_s: float,
-                retries: int, done: list[TaskScore]) -> None:
-    """Every task in order; each finished task is appended to `done` at once, so a crash keeps what was finished."""
+                tokenizer: str, concurrency: int, limit: int | None, request_timeout_s: float, task_timeout_s: float,
+                retries: int, done: list[TaskScore], per_task: Callable[[str], dict[str, Any]] = lambda task: {}) -> None:
+    """Every task in order; each finished task is appended to `done` at once, so a crash keeps what was finished.
+    `per_task(task)` gives the task's own worker settings: its generation settings and its local data."""
     spec = {"include_path": include_path, "include_defaults": include_defaults, "base_url": base_url,
-            "model": model, "api": api, "tokenizer": tokenizer, "concurrency": concurrency, "limit": limit, "timeout_s": request_timeout_s,
-            "max_retries": 5}
+            "model": model, "api": api, "tokenizer": tokenizer, "concurrency": concurrency, "limit": limit,
+            "timeout_s": request_timeout_s, "max_retries": 5}
     for task in tasks:
-        done.append(run_task(task, spec, cell_dir / "quality" / task, run_dir, server_alive, retries, task_timeout_s))
+        done.append(run_task(task, {**spec, **per_task(task)}, cell_dir / "quality" / task, run_dir, server_alive,
+                             retries, task_timeout_s))
+
+
+class DataMissing(Exception):
+    """A task's data is not on this machine (exit 2, before any server is launched)."""
+
+
+def _data_file_problems(task: str, data: dict[str, Any]) -> list[str]:
+    problems = []
+    for split, paths in data["data_files"].items():
+        for path in paths if isinstance(paths, list) else [paths]:
+            if "{" in path:  # a per-subtask template: at least one file must match it
+                pattern = path.replace("{task}", "*").replace("{dataset_name}", "*")
+                if not glob.glob(pattern):
+                    problems.append(f"task {task}: no data file matches {path} (split {split})")
+            elif not Path(path).is_file():
+                problems.append(f"task {task}: data file {path} (split {split}) does not exist")
+    return problems
+
+
+def check_task_data(tasks: list[str], data: dict[str, dict[str, Any]], include_path: str | None,
+                    include_defaults: bool, timeout_s: float = 600.0) -> None:
+    """Every task's data, before any launch: local data files must exist; a task taken from lm-eval's own tasks
+    without local files must load offline from the Hugging Face cache (checked by loading it in a worker, which also
+    finds what a task needs besides its data, such as ifeval's nltk files). Raises DataMissing naming each task."""
+    problems = [p for task in tasks if task in data for p in _data_file_problems(task, data[task])]
+    if problems:
+        raise DataMissing("; ".join(problems))
+    hub = [task for task in tasks if task not in data]
+    if not include_defaults or not hub:
+        return  # the shipped and include_path tasks carry their data with them
+    with tempfile.TemporaryDirectory(prefix="evalharness-check-") as folder:
+        spec_path = Path(folder) / "check.json"
+        spec_path.write_text(json.dumps({"tasks": {task: None for task in hub}, "include_path": include_path,
+                                         "include_defaults": include_defaults}))
+        try:
+            proc = subprocess.run([sys.executable, "-m", "evalharness.phases._lmeval_worker", "--check",
+                                   str(spec_path)], capture_output=True, text=True, timeout=timeout_s,
+                                  stdin=subprocess.DEVNULL, check=False)
+        except subprocess.TimeoutExpired:
+            raise DataMissing(f"checking the data of {', '.join(hub)} took over {timeout_s:.0f}s") from None
+    if proc.returncode != 0:
+        named = [line for line in proc.stderr.splitlines() if line.startswith("task ")]
+        raise DataMissing("; ".join(named) or f"checking the data of {', '.join(hub)} failed: {_tail_text(proc.stderr)}")
+
+
+def _tail_text(text: str, lines: int = 6) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])

@@ -1,5 +1,5 @@
-"""A baseline (baselines/*.json): per cell, each task's version and per-sample correctness keyed by document, the
-throughput per scenario, the versions it was measured with, and the gate's thresholds; with its atomic I/O.
+"""A baseline (baselines/*.json): per cell, each task's version and per-sample correctness keyed by document (and
+subtask, filter, metric), the throughput per scenario, the versions it was measured with, and the gate's thresholds; with its atomic I/O.
 Written by `baseline save`, read by `gate` (analysis/gate.py). Imports nothing but records."""
 
 from __future__ import annotations
@@ -26,13 +26,17 @@ class BaselineTask(BaseModel):
     version: Any = None
     metric: str | None = None
     value: float | None = None
-    correct: dict[str, float] = Field(default_factory=dict, description="'doc_id|doc_hash' -> per-sample score")
+    subtask_versions: dict[str, Any] = Field(default_factory=dict, description="a group's subtasks and versions")
+    correct: dict[str, float] = Field(default_factory=dict, description="the headline records: "
+                                      "'subtask|doc_id|doc_hash|filter|metric' -> score (analysis/pairing.py); "
+                                      "baselines saved before keep 'doc_id|doc_hash', read as the task's headline")
 
 
 class BaselineCell(BaseModel):
     status: str
     tasks: dict[str, BaselineTask] = {}
     throughput: dict[str, float] = {}  # scenario -> output tokens/s
+    throughput_repeats: dict[str, list[float]] = {}  # scenario -> each repeat's output tok/s, where it was repeated
     engine_version: str | None = None
 
 

@@ -7,10 +7,11 @@ from pydantic import BaseModel
 
 class TaskDrift(BaseModel):
     task: str
-    metric: str | None = None
+    metric: str | None = None  # the reference's headline 'metric,filter' the records were paired on
     comparable: bool = True
     reason: str | None = None
     paired: int = 0
+    subtasks_paired: dict[str, int] = {}  # a group's paired records per subtask
     reference: float | None = None
     cell: float | None = None
     delta: float | None = None  # cell - reference (negative: the cell is worse)

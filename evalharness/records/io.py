@@ -60,9 +60,26 @@ def load_run(out_dir: Path) -> RunResult:
         raise ResultsError(f"{path}: no results here (is {out_dir} a run folder?)") from None
     except (OSError, ValueError) as exc:
         raise ResultsError(f"{path}: not readable JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: not a run record (a JSON object with schema_version, meta and cells)")
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise ResultsError(f"{path}: schema_version {data.get('schema_version')!r}; this harness reads {SCHEMA_VERSION}")
+        raise ResultsError(schema_message(path, data))
     try:
         return RunResult.model_validate(data)
     except ValidationError as exc:
         raise ResultsError(f"{path}: not a valid run record: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+
+
+def schema_message(path: Path, data: dict) -> str:
+    """Why a results.json of another schema version cannot be read, and what would read it: no converter exists
+    between versions, so the evalharness that wrote it (its version and git revision are in the file), or a re-run."""
+    found = data.get("schema_version")
+    meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+    wrote, revision = meta.get("harness_version"), (meta.get("git_revision") or "").removesuffix("+dirty")
+    by = f"evalharness {wrote or '(version not recorded)'}" + (f" at git revision {revision}" if revision else "")
+    if isinstance(found, int) and found > SCHEMA_VERSION:
+        fix = f"it was written by a newer harness ({by}): upgrade evalharness to read it"
+    else:
+        fix = (f"no converter to schema {SCHEMA_VERSION} exists: read it with the harness that wrote it ({by}), or "
+               "re-run its matrix with this one (`evalharness run`)")
+    return f"{path}: results schema_version {found!r}, this harness reads {SCHEMA_VERSION}: {fix}"

@@ -48,6 +48,16 @@ class ScenarioResult(BaseModel):
     token_sources: dict[str, int] = {}  # requests by source: usage (per chunk), spread (a total spread), tokenizer
     tokens_per_chunk: float | None = None  # per arrival: events that came in one read count as one chunk
     engine: dict[str, Any] = {}  # the engine's own figures for this scenario, e.g. speculative acceptance
+    # where the prompts came from: 'natural', 'task:NAME', a JSONL path, 'random'; None in runs before it was recorded
+    # (those used random words)
+    prompts: str | None = None
+    repeat_tok_s: list[float] = []  # output tok/s of each repeat when the scenario ran more than once (mean above)
+
+    def tok_s_range(self) -> tuple[float, float] | None:
+        """(lowest, highest) output tok/s over the repeats: the noise bar; None with fewer than two repeats."""
+        if len(self.repeat_tok_s) < 2:
+            return None
+        return min(self.repeat_tok_s), max(self.repeat_tok_s)
 
     def itl_interpolated(self) -> bool:
         """True when some request's tokens per chunk were not the server's own counts but a total spread evenly
@@ -55,23 +65,52 @@ class ScenarioResult(BaseModel):
         return any(source != "usage" and n for source, n in self.token_sources.items())
 
 
+class GenerationStats(BaseModel):
+    """How a task's answers were generated, per request (one per document and repeat; a document's filters share
+    it): how many the token limit cut off (finish_reason "length") and how long the reasoning was. A backend that
+    makes a model think twice as long, or truncate twice as often, drifts even at equal accuracy."""
+
+    requests: int = 0  # generation requests whose answer was recorded (loglikelihood requests have none)
+    truncated: int = 0  # finish_reason "length": cut off by max_gen_toks
+    with_reasoning: int = 0  # answers that carried reasoning (reasoning_content, or text before think_end_token)
+    mean_completion_tokens: float | None = None  # usage.completion_tokens: reasoning and answer together
+    mean_reasoning_chars: float | None = None  # over every recorded answer (0 for one without reasoning)
+    mean_reasoning_tokens: float | None = None  # only where the engine reports completion_tokens_details
+
+    @property
+    def truncated_share(self) -> float | None:
+        return self.truncated / self.requests if self.requests else None
+
+
+class SubtaskScore(BaseModel):
+    """One leaf task of a group (mmlu_pro_biology in mmlu_pro): its own version, headline and score."""
+
+    version: Any = None
+    metric: str | None = None  # its headline 'metric,filter', from its own config
+    value: float | None = None
+    n: int | None = None
+
+
 class TaskScore(BaseModel):
     task: str
     version: Any = None
-    metric: str | None = None
-    value: float | None = None
+    metric: str | None = None  # the headline 'metric,filter' from the task's own config (analysis/pairing.py)
+    value: float | None = None  # for a group: lm-eval's aggregate (weighted by size where its config says so)
     stderr: float | None = None
     n: int | None = None
     attempts: int = 1
     seconds: float = 0.0
     error: str | None = None
     samples: str | None = None  # relative to the run folder
+    subtasks: dict[str, SubtaskScore] = {}  # a group's leaf tasks; empty for a single task
+    generation: GenerationStats | None = None
 
 
 class ProbeOutput(BaseModel):
     id: str
     prompt: str
-    output: str = ""
+    output: str = ""  # the answer (message.content)
+    reasoning: str | None = None  # a reasoning model's thinking (reasoning_content), judged apart from the answer
     finish_reason: str | None = None
     completion_tokens: int | None = None
     error: str | None = None

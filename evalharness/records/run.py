@@ -60,6 +60,9 @@ class CellResult(BaseModel):
     teardown: TeardownRecord | None = None
     node: dict[str, Any] | None = Field(None, description="the machine that ran the cell when it is not the run's own "
                                         "(meta.machine): a Ray node, with its node id, host, CPU and GPU models")
+    phase_seconds: dict[str, float] = Field(default_factory=dict, description="wall time per phase in the order "
+                                            "they ran (startup, resolve, probes, distribution, quality:<task>, "
+                                            "throughput:<scenario>, teardown); empty in runs before it was recorded")
     started_at: str
     finished_at: str
     duration_s: float

@@ -23,7 +23,7 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
             continue
         base: dict[str, Any] = {"cell": cid, "reference": cid == run.reference, **{f"axis.{k}": v for k, v in cell.axes.items()},
                                 "status": cell.status, "phase": cell.phase, "reason": cell.reason,
-                                "startup_s": cell.startup_s}
+                                "startup_s": cell.startup_s, "duration_s": cell.duration_s}
         for task in cell.quality:
             base[f"score.{task.task}"] = task.value
             base[f"stderr.{task.task}"] = task.stderr
@@ -37,8 +37,11 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
         if not cell.throughput:
             out.append(base)
         for sc in cell.throughput:
+            low_high = sc.tok_s_range()
             out.append({**base, "scenario": sc.name, "concurrency": sc.concurrency, "request_rate": sc.request_rate,
-                        "output_tok_s": sc.output_tok_s, "decode_tok_s_p50": sc.request_decode_tok_s.p50,
+                        "prompts": sc.prompts, "repeats": len(sc.repeat_tok_s) or 1,
+                        "output_tok_s": sc.output_tok_s, "output_tok_s_low": low_high[0] if low_high else None,
+                        "output_tok_s_high": low_high[1] if low_high else None, "decode_tok_s_p50": sc.request_decode_tok_s.p50,
                         "ttft_p50_s": sc.ttft_s.p50, "tpot_p50_s": sc.tpot_s.p50, "itl_p50_s": sc.itl_s.p50,
                         "itl_p99_s": sc.itl_s.p99, "e2e_p50_s": sc.e2e_s.p50, "errors": sum(sc.errors.values()),
                         **{f"engine.{k}": v for k, v in sc.engine.items()}})

@@ -1,15 +1,19 @@
 """Every rendering of a saved run, written together: report.md, summary.md, results.csv and pareto.png (the summary
-also appended to $GITHUB_STEP_SUMMARY). The runner and `evalharness report` call this; nothing else writes them."""
+also appended to $GITHUB_STEP_SUMMARY). The runner and `evalharness report` call this; nothing else writes them.
+And the renderings of a comparison of two runs (`evalharness compare`)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from evalharness.analysis.compare import RunComparison
 from evalharness.records.io import atomic_write_text
 from evalharness.records.run import RunResult
+from evalharness.render.compare import compare_markdown
+from evalharness.render.compare import summary_markdown as compare_summary
 from evalharness.render.exports import write_csv
-from evalharness.render.plot import write_plot
+from evalharness.render.plot import write_compare_plot, write_plot
 from evalharness.render.report import render_markdown, summary_markdown
 
 
@@ -27,3 +31,22 @@ def render_all(run: RunResult, out_dir: Path) -> None:
         if step_summary:
             with open(step_summary, "a", encoding="utf-8") as handle:
                 handle.write(summary + "\n")
+
+
+def render_comparison(cmp: RunComparison, base: RunResult, head: RunResult, out_dir: Path | None,
+                      markdown: Path | None) -> str:
+    """`compare`'s outputs: in `out_dir` compare.md, summary.md (the short form), compare.json and compare.png; the
+    short form also to `markdown` (the pull-request comment) and appended to $GITHUB_STEP_SUMMARY when it is set."""
+    summary = compare_summary(cmp)
+    if out_dir is not None:
+        atomic_write_text(out_dir / "compare.md", compare_markdown(cmp))
+        atomic_write_text(out_dir / "summary.md", summary)
+        atomic_write_text(out_dir / "compare.json", cmp.model_dump_json(indent=1) + "\n")
+        write_compare_plot(base, head, out_dir / "compare.png")
+    if markdown is not None:
+        atomic_write_text(markdown, summary)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write(summary + "\n")
+    return summary

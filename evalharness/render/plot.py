@@ -43,3 +43,43 @@ def write_plot(run: RunResult, path: Path) -> bool:
     fig.savefig(path)
     plt.close(fig)
     return True
+
+
+def write_compare_plot(base: RunResult, head: RunResult, path: Path) -> bool:
+    """Both runs' Pareto points on one chart (base hollow, head filled), an arrow from each cell's base point to its
+    head point; False when neither run has a point to draw."""
+    before = {p.cell: p for p in pareto(base).points}
+    chart = pareto(head)
+    after = {p.cell: p for p in chart.points}
+    if not before and not after:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    ax.scatter([p.throughput for p in before.values()], [p.drift for p in before.values()], facecolors="none",
+               edgecolors="#777777", label="base")
+    ax.scatter([p.throughput for p in after.values()], [p.drift for p in after.values()], color="#1f77b4",
+               label="head", zorder=3)
+    for cid, p in after.items():
+        if cid in before:
+            b = before[cid]
+            ax.annotate("", xy=(p.throughput, p.drift), xytext=(b.throughput, b.drift),
+                        arrowprops={"arrowstyle": "->", "color": "#d62728", "linewidth": 1})
+        ax.annotate(cid, (p.throughput, p.drift), textcoords="offset points", xytext=(5, 5), fontsize=7)
+    for cid in (c for c in before if c not in after):
+        ax.annotate(f"{cid} (base only)", (before[cid].throughput, before[cid].drift), textcoords="offset points",
+                    xytext=(5, -10), fontsize=7, color="#777777")
+    ax.set_xlabel(f"output tokens/s ({chart.scenario})")
+    ax.set_ylabel("accuracy drop vs the run's reference" if chart.measure == "accuracy"
+                  else "mean KL divergence vs the run's reference")
+    ax.axhline(0, color="#cccccc", linewidth=0.8)
+    ax.margins(x=0.25, y=0.15)
+    ax.set_title(f"{head.meta.matrix_name}: base -> head (lower right is better)")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True

@@ -7,14 +7,16 @@ phases, serving, the runner or the command line.
 
 from __future__ import annotations
 
-from evalharness.analysis.pareto import pareto, scenario_throughput
+from evalharness.analysis.pareto import pareto, ratio_to_reference, scenario_range, scenario_throughput
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, other_kind
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.markdown import code_block, markdown_table, md_text
+from evalharness.render.quality import quality_section
 from evalharness.render.server import server_section
-from evalharness.render.throughput import throughput_section
+from evalharness.render.throughput import throughput_section, tok_s_text
+from evalharness.render.timing import timing_section
 
 
 def _seconds(value: float | None) -> str:
@@ -62,10 +64,12 @@ def render_markdown(run: RunResult) -> str:
     header = ["cell", "status", "phase", "startup s", "garbage probes", *(md_text(t) for t in tasks), "reason", "warnings"]
     parts.append(markdown_table(header, rows))
     if tasks:
-        parts += ["", "Scores are the task's headline metric (exact match, or accuracy for multiple choice) "
-                      "± its standard error, from lm-eval's per-sample records in `cells/<id>/quality/<task>/`."]
-    parts += ["", *_drift_section(run), *throughput_section(run), *server_section(run), *_garbage_section(run),
-              *_differences_section(run)]
+        parts += ["", "Scores are the task's headline metric (the first metric and filter of its lm-eval config; "
+                      "named in Quality tasks) ± its standard error, from lm-eval's per-sample records in "
+                      "`cells/<id>/quality/<task>/`."]
+    parts += ["", *quality_section(run), *_drift_section(run), *throughput_section(run), *timing_section(run),
+              *server_section(run),
+              *_garbage_section(run), *_differences_section(run)]
     parts += _no_effect_section(run)
     parts += _warnings_section(run)
     parts += _requests_section(run)
@@ -74,6 +78,15 @@ def render_markdown(run: RunResult) -> str:
     for note in run.notes:
         parts += [f"> {md_text(note, 1000)}", ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _vs_reference(tp: float, tp_range, ref: float, ref_range, is_reference: bool) -> str:
+    """'1.24x' without repeats; '1.24x [0.98–1.41] within noise' with them (the ratios the repeats' ranges allow)."""
+    ratio, low, high, verdict = ratio_to_reference(tp, tp_range, ref, ref_range)
+    if is_reference or low is None:
+        return f"{ratio:.2f}x"
+    return f"{ratio:.2f}x [{low:.2f}–{high:.2f}]" + (f" {verdict}" if verdict else "") if high is not None \
+        else f"{ratio:.2f}x"
 
 
 def _interval(delta: float | None, low: float | None, high: float | None) -> str:
@@ -87,6 +100,7 @@ def pareto_section(run: RunResult) -> list[str]:
     scenario, measure = chart.scenario, chart.measure
     by_cell = {p.cell: p for p in chart.points}
     ref_tp = scenario_throughput(run.cells.get(run.reference), scenario)
+    ref_range = scenario_range(run.cells.get(run.reference), scenario)
     rows = []
     for cid, tp in chart.throughput.items():
         point = by_cell.get(cid)
@@ -110,15 +124,18 @@ def pareto_section(run: RunResult) -> list[str]:
         rows.append([
             f"`{cid}`",
             "**yes**" if point and point.on_front else ("no" if point else ""),
-            "" if tp is None else f"{tp:.1f}",
-            "" if tp is None or not ref_tp else f"{tp / ref_tp:.2f}x" + (" (other machine)" if other_kind(run, cid) else ""),
+            "" if tp is None else tok_s_text(tp, scenario_range(run.cells[cid], scenario)),
+            "" if tp is None or not ref_tp else _vs_reference(tp, scenario_range(run.cells[cid], scenario), ref_tp,
+                                                              ref_range, cid == run.reference)
+            + (" (other machine)" if other_kind(run, cid) else ""),
             acc, p_text, flips, agree, dist_text, same_text,
             ", ".join(f"`{c}`" for c in point.dominated_by) if point else "",
         ])
     if not rows:
         return []
     out = ["## Pareto: throughput against drift", "",
-           f"Throughput: output tokens/s in scenario `{md_text(scenario or 'none')}`; drift: "
+           f"Throughput: output tokens/s in scenario `{md_text(scenario or 'none')}`"
+           f"{_noise_note(run, scenario)}; drift: "
            f"{'accuracy drop' if measure == 'accuracy' else 'mean KL divergence'} against the reference "
            "(lower is better). Accuracy Δ is cell minus reference over every paired sample of every task, with a "
            "paired-bootstrap 95% interval and an exact McNemar p-value; flips are right→wrong / wrong→right; KLD is "
@@ -133,6 +150,17 @@ def pareto_section(run: RunResult) -> list[str]:
         out += [f"- `{c.id}`: **{c.status}** at {md_text(c.phase)}: {md_text(c.reason or '', 300)}" for c in failed]
         out.append("")
     return out
+
+
+def _noise_note(run: RunResult, scenario: str | None) -> str:
+    """How the throughput figure was obtained: repeats and their range, or a warning that it is one measurement."""
+    repeats = {len(s.repeat_tok_s) for c in run.cells.values() for s in c.throughput if s.name == scenario}
+    if repeats - {0, 1}:
+        return (f" (mean of {max(repeats)} repeats, [lowest–highest] beside it; a cell is faster than another only "
+                "when its lowest repeat beats the other's highest, so the front and 'vs reference' ignore "
+                "differences within the noise)")
+    return (" (measured once: no noise bar; differences of 10-20% are within run-to-run noise on a shared machine, "
+            "set `repeats:` on the scenario to measure it)")
 
 
 def _task_names(run: RunResult) -> list[str]:
@@ -186,7 +214,8 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
         for p in sorted(points, key=lambda p: -p.throughput)[:limit]:
             d = run.cells[p.cell].drift
             acc = "reference" if p.cell == run.reference else (_interval(d.accuracy_delta, d.ci_low, d.ci_high) if d else "")
-            rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", f"{p.throughput:.1f}", acc])
+            noise = (p.low, p.high) if p.low is not None and p.high is not None else None
+            rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", tok_s_text(p.throughput, noise), acc])
         lines += [markdown_table(["cell", "", f"tok/s ({md_text(scenario or '')})", "accuracy Δ [95% CI]"], rows), ""]
     bad = [c for c in run.cells.values() if c.status != "ok"]
     for cell in bad[:limit]:

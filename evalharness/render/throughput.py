@@ -12,6 +12,19 @@ def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1000:.1f}"
 
 
+def tok_s_text(value: float, low_high: tuple[float, float] | None) -> str:
+    """'13.7' measured once; '13.7 [12.1–14.5]' over repeats (lowest–highest)."""
+    return f"{value:.1f}" if low_high is None else f"{value:.1f} [{low_high[0]:.1f}–{low_high[1]:.1f}]"
+
+
+def prompts_text(sc: ScenarioResult) -> str:
+    """The prompt source and the mean prompt tokens the engine counted; runs before the source was recorded used
+    random words."""
+    source = sc.prompts or "random (not recorded)"
+    mean = f", {sc.prompt_tokens / sc.completed:.0f} tok" if sc.prompt_tokens and sc.completed else ""
+    return md_text(source) + mean
+
+
 def throughput_rows(scenarios: list[ScenarioResult], label: str = "") -> list[list[str]]:
     """Table rows for scenario results (shared by the report and `evalharness bench`)."""
     rows = []
@@ -27,8 +40,9 @@ def throughput_rows(scenarios: list[ScenarioResult], label: str = "") -> list[li
             spec_text = "no figure: " + md_text(sc.engine["spec_unavailable"], 160)
         errors = ", ".join(f"{k} {v}" for k, v in sc.errors.items())
         itl = ITL_INTERPOLATED if sc.itl_interpolated() else ""
-        rows.append([*([label] if label else []), md_text(sc.name), mode, f"{sc.completed}/{sc.requests}",
-                     f"{sc.output_tok_s:.1f}",
+        repeats = f" ×{len(sc.repeat_tok_s)}" if len(sc.repeat_tok_s) > 1 else ""
+        rows.append([*([label] if label else []), md_text(sc.name), mode + repeats, prompts_text(sc),
+                     f"{sc.completed}/{sc.requests}", tok_s_text(sc.output_tok_s, sc.tok_s_range()),
                      "" if sc.request_decode_tok_s.p50 is None else f"{sc.request_decode_tok_s.p50:.1f}",
                      _ms(sc.ttft_s.p50), _ms(sc.ttft_s.p99), _ms(sc.tpot_s.p50), _marked(itl, _ms(sc.itl_s.p50)),
                      _marked(itl, _ms(sc.itl_s.p99)), _ms(sc.e2e_s.p50), spec_text, md_text(errors)])
@@ -49,7 +63,7 @@ def throughput_notes(scenarios: list[ScenarioResult]) -> list[str]:
     return [ITL_NOTE] if any(sc.itl_interpolated() for sc in scenarios) else []
 
 
-THROUGHPUT_HEADER = ["scenario", "load", "done", "output tok/s", "decode tok/s per request (p50)", "TTFT p50 ms",
+THROUGHPUT_HEADER = ["scenario", "load", "prompts", "done", "output tok/s [range]", "decode tok/s per request (p50)", "TTFT p50 ms",
                      "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms", "E2E p50 ms",
                      "spec acceptance length (rate)", "errors"]
 
@@ -68,5 +82,9 @@ def throughput_section(run: RunResult) -> list[str]:
     return ["## Throughput", "",
             "Output tokens counted from the server's usage, never from chunks; a chunk of k tokens gives k "
             "inter-token gaps. Speculative acceptance is the engine's own figure over the scenario, from the "
-            "measured requests only (read after the warm-up)." + (" " + notes if notes else ""), "",
+            "measured requests only (read after the warm-up). Prompts: where the scenario's prompts came from "
+            "(`natural`: the shipped corpus of natural requests; `task:NAME`: a task's prompts; `random`: random "
+            "words, for capacity figures only: speculative decoding finds its own loops in them and overstates its "
+            "acceptance) and the mean prompt tokens; ×N and [lowest–highest]: the scenario ran N times, output "
+            "tok/s is their mean." + (" " + notes if notes else ""), "",
             markdown_table(["cell", *THROUGHPUT_HEADER], rows), ""]

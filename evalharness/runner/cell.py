@@ -1,5 +1,6 @@
-"""One cell, start to finish: launch, readiness, resolved configuration, the phases, teardown; the cell's state while
-it runs and the CellResult it freezes into.
+"""One cell, start to finish: launch, readiness, resolved configuration, the phases in order, teardown. The
+measuring phases live in cellphases.py, the cell's state while it runs (and the CellResult it freezes into) in
+cellstate.py.
 
 A cell's failure is a result, never the run's end: whatever happens inside one cell is recorded on that cell. An
 interrupt tears the server down first and is then raised to the run loop (run.py).
@@ -7,105 +8,32 @@ interrupt tears the server down first and is then raised to the run loop (run.py
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.phases import distribution
-from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes
-from evalharness.phases.quality import SHIPPED_TASKS, run_quality
-from evalharness.phases.retries import ServerDied, judge_tally
-from evalharness.phases.throughput.client import LoadClient, run_scenario
-from evalharness.records.cellfiles import load_probe_outputs, save_probe_outputs
-from evalharness.records.masking import mask_args, mask_argv, mask_env
-from evalharness.records.measures import ProbeSummary, RequestTally, ScenarioResult, TaskScore
-from evalharness.records.provenance import now_iso
-from evalharness.records.run import CellResult, TeardownRecord
+from evalharness.phases.retries import ServerDied
+from evalharness.records.run import CellResult
 from evalharness.runner.cellfolders import mark
+from evalharness.runner.cellphases import judge_requests, probe_phase, quality_phase, throughput_phase
+from evalharness.runner.cellstate import CellRun, CellStopped, read_log
 from evalharness.runner.progress import Progress
 from evalharness.runner.signals import INTERRUPT, Interrupted
-from evalharness.serving.engines import Engine, LaunchPlan
 from evalharness.runner.teardown import after_teardown, refuse_if_gpu_held, tear_down
+from evalharness.serving.engines import Engine
 from evalharness.serving.host import free_port, gpu_memory_held, gpu_memory_used_mib, port_in_use
-from evalharness.serving.logscan import classify_crash, extract_warnings
+from evalharness.serving.logscan import classify_crash
 from evalharness.serving.server import LaunchError, ServerProcess, wait_external
 
-
-class _CellStopped(Exception):
-    """A phase judged the cell (status and reason already set): its remaining phases would measure nothing."""
-
-
-def _read_log(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return ""
-
-
-class CellRun:
-    """The mutable state of one cell while it runs; `result()` freezes it into a CellResult."""
-
-    def __init__(self, cell: Cell, plan: LaunchPlan, run_dir: Path):
-        self.cell = cell
-        self.plan = plan
-        self.run_dir = run_dir
-        self.cell_dir = run_dir / "cells" / cell.id
-        self.log_path = self.cell_dir / "server.log"
-        self.status = "error"
-        self.phase = "launch"
-        self.reason: str | None = None
-        self.crash = None
-        self.startup_s: float | None = None
-        self.resolved: dict = {}
-        self.server_facts: dict = {}
-        self.teardown: TeardownRecord | None = None
-        self.server: ServerProcess | None = None
-        self.probes: ProbeSummary | None = None
-        self.quality: list[TaskScore] = []
-        self.throughput: list[ScenarioResult] = []
-        self.distribution: dict[str, Any] | None = None
-        self.requests: dict[str, RequestTally] = {}
-        self.started_at = now_iso()
-        self.begin = time.monotonic()
-
-    def result(self, engine: Engine) -> CellResult:
-        log_text = _read_log(self.log_path)
-        return CellResult(
-            id=self.cell.id,
-            axes=self.cell.axes,
-            settings_hash=self.cell.settings_hash,
-            args=mask_args(self.cell.args),
-            env=mask_env(self.cell.env),
-            argv=mask_argv(self.plan.argv),
-            status=self.status,
-            phase=self.phase,
-            reason=self.reason,
-            crash=self.crash,
-            warnings=extract_warnings(log_text, engine.log_rules),
-            startup_s=self.startup_s,
-            resolved=self.resolved,
-            server=self.server_facts,
-            probes=self.probes,
-            quality=self.quality,
-            throughput=self.throughput,
-            distribution=self.distribution,
-            requests=self.requests,
-            log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,
-            teardown=self.teardown,
-            started_at=self.started_at,
-            finished_at=now_iso(),
-            duration_s=round(time.monotonic() - self.begin, 3),
-        )
 
 
 def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, reference_id: str) -> ServerProcess | None:
     """The phases of one cell, recording into `state`; returns the server so the caller can always tear it down."""
     plan = state.plan
     if engine.name == "external":
-        progress.phase("startup")
+        state.enter("startup", progress)
         state.phase = "startup"
         ready, waited = wait_external(plan.root_url + plan.health_path, matrix.timeouts.startup_s)
         if not ready:
@@ -123,6 +51,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         server = ServerProcess(plan.argv, plan.env, state.log_path, plan.root_url + plan.health_path,
                                pid_file=state.cell_dir / "server.pid")
         state.server = server
+        state.enter("startup")  # the launch counts as startup
         try:
             server.start()
         except LaunchError as exc:
@@ -132,7 +61,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         state.phase = "startup"
         readiness = server.wait_ready(matrix.timeouts.startup_s)
         if readiness.outcome == "exited":
-            crash = classify_crash(_read_log(state.log_path), engine.log_rules)
+            crash = classify_crash(read_log(state.log_path), engine.log_rules)
             state.status, state.crash = "crashed", crash
             state.reason = f"{crash.kind}: {crash.line} (exit code {readiness.returncode} after {readiness.seconds:.0f}s)"
             return server
@@ -141,17 +70,17 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
             state.reason = f"not ready after {readiness.seconds:.0f}s (startup timeout {matrix.timeouts.startup_s:.0f}s)"
             return server
         state.startup_s = round(readiness.seconds, 2)
-    progress.phase("resolve")
+    state.enter("resolve", progress)
     state.phase = "resolve"
     with httpx.Client(timeout=10.0) as client:
-        state.resolved = engine.resolved_config(client, plan, _read_log(state.log_path))
+        state.resolved = engine.resolved_config(client, plan, read_log(state.log_path))
         state.server_facts = engine.server_facts(client, plan, matrix)
     state.status = "ok"
     alive = (lambda: server.poll() is None) if server is not None else (lambda: True)
     if matrix.probes.enabled:
-        _probe_phase(matrix, state, progress, reference_id, alive)
+        probe_phase(matrix, state, progress, reference_id, alive)
     if matrix.distribution.enabled:
-        progress.phase("distribution")
+        state.enter("distribution", progress)
         state.phase = "distribution"
         prompts = Path(matrix.distribution.prompts) if matrix.distribution.prompts else None
         state.distribution, tally = distribution.run_phase(
@@ -160,143 +89,17 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
             retries=matrix.requests.retries, hung_after=matrix.requests.hung_after)
         if not alive():
             raise ServerDied("the server exited while scoring the reference's continuations")
-        _judge_requests(matrix, state, "distribution", tally, alive)
+        judge_requests(matrix, state, "distribution", tally, alive)
     if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
         state.phase = "probes"
         return server
     if matrix.quality is not None:
-        _quality_phase(matrix, state, progress, alive)
+        quality_phase(matrix, state, progress, alive)
     if matrix.throughput is not None:
-        _throughput_phase(matrix, engine, state, progress, alive)
+        throughput_phase(matrix, engine, state, progress, alive)
     if state.status == "ok":
         state.phase = "done"  # an error keeps the phase it happened in
     return server
-
-
-def _throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, alive) -> None:
-    assert matrix.throughput is not None
-    state.phase = "throughput"
-    plan = state.plan
-    for scenario in matrix.throughput.scenarios:
-        progress.phase(f"throughput {scenario.name}")
-        client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
-                            timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
-                            tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after)
-        before: dict[str, Any] = {}
-        log_from = [0]
-
-        def read_counters() -> None:
-            # after the warm-up: the engine's before/after delta (and SGLang's flush) covers the measured requests only
-            with httpx.Client(timeout=10.0) as http:
-                before.update(engine.before_load(http, plan))
-            log_from[0] = _log_size(state.log_path)  # the engine's own log lines of the measured requests start here
-
-        result = run_scenario(client, name=scenario.name, concurrency=scenario.concurrency,
-                              request_rate=scenario.request_rate, input_len=scenario.input_len,
-                              output_len=scenario.output_len, requests=scenario.requests,
-                              duration_s=scenario.duration_s, warmup=scenario.warmup_requests,
-                              after_warmup=read_counters)
-        state.throughput.append(result)
-        if not alive():
-            raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
-        with httpx.Client(timeout=10.0) as http:
-            result.engine = engine.after_load(http, plan, before)
-        result.engine.update(server_vs_client(engine.scenario_log_summary(_read_log_from(state.log_path, log_from[0])),
-                                              result.output_tok_s))
-        failed = sum(result.errors.values())
-        _judge_requests(matrix, state, f"throughput {scenario.name}", RequestTally(
-            requests=result.requests, failed=failed, kinds=dict(result.errors), hung=client.hung), alive)
-
-
-def _log_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _read_log_from(path: Path, offset: int) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            return f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-DISAGREE_FRACTION = 0.05  # server- and client-side throughput further apart than this are flagged
-
-
-def server_vs_client(summary: dict[str, Any], client_tok_s: float) -> dict[str, Any]:
-    """The engine's own throughput lines over a scenario next to the client's figure (pure): flagged when the server's
-    median generation throughput and the client's output tokens/s differ by more than DISAGREE_FRACTION."""
-    server = summary.get("server_gen_tok_s_median")
-    if not server or not client_tok_s:
-        return summary
-    ratio = server / client_tok_s
-    return {**summary, "server_client_ratio": round(ratio, 3),
-            "throughput_disagreement": abs(ratio - 1) > DISAGREE_FRACTION}
-
-
-DYING_GRACE_S = 5.0  # an engine whose requests all fail is often on its way out: its exit takes a moment to show
-
-
-def _judge_requests(matrix: Matrix, state: CellRun, phase: str, tally: RequestTally, alive) -> None:
-    """Record a phase's requests; when too many failed, mark the cell and stop it (what it measured is kept). A
-    server that exits within a few seconds of such a phase died in it: that is a crash, not request errors."""
-    state.requests[phase] = tally
-    verdict = judge_tally(phase, tally, matrix.requests.max_error_rate)
-    if verdict is None:
-        return
-    deadline = time.monotonic() + DYING_GRACE_S
-    while time.monotonic() < deadline:
-        if not alive():
-            raise ServerDied(f"the server exited during {phase}")
-        time.sleep(0.2)
-    state.status, state.reason = verdict
-    raise _CellStopped(phase)
-
-
-def _probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id: str, alive) -> None:
-    progress.phase("probes")
-    state.phase = "probes"
-    probe_set = load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
-    begin = time.monotonic()
-    outputs, tally = ask_all(state.plan.base_url, state.plan.served_model_name, probe_set, matrix.probes.max_tokens,
-                             matrix.timeouts.request_s, matrix.probes.concurrency, retries=matrix.requests.retries,
-                             hung_after=matrix.requests.hung_after)
-    if not alive():
-        raise ServerDied("the server exited during the probes")
-    save_probe_outputs(state.cell_dir / "probes.jsonl", outputs)
-    reference = {} if state.cell.id == reference_id else load_probe_outputs(
-        state.run_dir / "cells" / reference_id / "probes.jsonl")
-    summary = judge_outputs(outputs, probe_set, reference, matrix.probes.garbage_min_share,
-                            matrix.probes.garbage_min_excess, time.monotonic() - begin)
-    state.probes = summary
-    _judge_requests(matrix, state, "probes", tally, alive)
-    if summary.total == 0:
-        raise RuntimeError(f"every probe request failed: {outputs[0].error}")
-    if summary.garbage:
-        state.status, state.reason = "garbage", summary.reason
-
-
-def _quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) -> None:
-    quality = matrix.quality
-    assert quality is not None
-    progress.phase("quality")
-    state.phase = "quality"
-    run_quality(
-        quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
-        include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
-        include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=quality.concurrency,
-        limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
-        retries=quality.retries, done=state.quality,
-    )
-    failed = [t.task for t in state.quality if t.error]
-    if failed and state.status == "ok":
-        if len(failed) == len(state.quality):
-            state.status = "error"
-        state.reason = f"quality tasks failed after retries: {', '.join(failed)}"
 
 
 def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress: Progress,
@@ -318,20 +121,20 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
         _serve(matrix, engine, state, progress, reference_id)
     except (KeyboardInterrupt, Interrupted):
         raise
-    except _CellStopped:
+    except CellStopped:
         pass  # the phase that stopped it set the status and the reason
     except Exception as exc:  # a bug or an unexpected answer inside one cell must not lose the others
         if state.server is not None and state.server.poll() is not None:
             # the engine died under us: that is a crash of this configuration, classified from its log
-            crash = classify_crash(_read_log(state.log_path), engine.log_rules)
+            crash = classify_crash(read_log(state.log_path), engine.log_rules)
             state.status, state.crash = "crashed", crash
             state.reason = f"died during {state.phase}: {crash.kind}: {crash.line} (exit code {state.server.poll()})"
         else:
             state.status, state.reason = "error", f"{type(exc).__name__}: {exc} (in phase {state.phase})"
     finally:
         with INTERRUPT.deferred():
+            state.enter("teardown" if state.server is not None else None, progress)
             if state.server is not None:
-                progress.phase("teardown")
                 state.teardown = tear_down(state.server, engine.terminate, matrix.timeouts, gpu_before)
                 held = gpu_memory_held(state.teardown.gpu_memory_after_mib, gpu_before)
                 if held:
@@ -339,5 +142,6 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
                 if state.teardown.leftover:
                     progress.message(f"[bold red]engine processes left behind after teardown: {state.teardown.leftover}[/]")
                 state.status, state.reason = after_teardown(state.status, state.reason, state.teardown.leftover, held)
+            state.enter(None)
     INTERRUPT.raise_pending()  # a signal that came during teardown: the cell is not finished, do not record it
     return state.result(engine)

@@ -30,7 +30,7 @@ from evalharness.matrix.schema import Cell, Matrix
 from evalharness.records.provenance import machine_info
 from evalharness.runner.cell import run_cell
 from evalharness.runner.progress import Progress
-from evalharness.runner.run import RunError, preflight
+from evalharness.runner.run import RunError, check_task_data, preflight
 from evalharness.runner.signals import INTERRUPT
 from evalharness.runner.transfer import pack, unpack
 from evalharness.serving.engines import ENGINES
@@ -110,6 +110,7 @@ def cell_task(matrix_data: dict, cell_data: dict, reference_id: str, position: t
     facts = node_facts()
     try:
         preflight(matrix, engine, cell)
+        check_task_data(matrix)
     except RunError as exc:
         return {"preflight": f"on node {facts['hostname']} ({facts['ip']}): {exc}", "node": facts, "notes": notes}
     folder = Path(tempfile.mkdtemp(prefix=f"{cell.id}-", dir=root))

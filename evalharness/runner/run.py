@@ -15,8 +15,12 @@ from pathlib import Path
 
 from evalharness import __version__
 from evalharness.analysis.drift import refresh_drift
+from evalharness.analysis.timing import estimate_line
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ProbeError, load_probes
+from evalharness.phases.quality import DataMissing
+from evalharness.phases.quality import check_task_data as _check_task_data
+from evalharness.phases.throughput.prompts import PromptSourceError, load_source
 from evalharness.records.io import ResultsError, load_run, save_run
 from evalharness.records.masking import mask_args, mask_argv, mask_env
 from evalharness.records.provenance import git_revision, harness_versions, machine_info, machine_kind, now_iso
@@ -116,10 +120,22 @@ def write_outputs(run: RunResult, out_dir: Path) -> None:
     render_all(run, out_dir)
 
 
+def check_task_data(matrix: Matrix) -> None:
+    """The quality tasks' data is on this machine (before anything is launched); a Ray cell's task checks its node."""
+    if matrix.quality is not None:
+        quality = matrix.quality
+        try:
+            _check_task_data(quality.tasks, {t: d.model_dump() for t, d in quality.data.items()},
+                             quality.include_path, quality.include_defaults)
+        except DataMissing as exc:
+            raise RunError(f"quality: {exc} (nothing was launched)") from None
+
+
 def open_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path,
              resume: bool) -> RunResult:
     """Everything before the first launch, on this machine or a Ray cluster alike: the output folder, the fresh or
-    resumed record, the probe set, orphans of a killed harness swept, stale cell folders set aside, the first save."""
+    resumed record, the probe set and prompt sources, orphans of a killed harness swept, stale cell folders set aside,
+    the first save."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -130,6 +146,11 @@ def open_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pa
             load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
         except ProbeError as exc:
             raise RunError(str(exc)) from None
+    for scenario in matrix.throughput.scenarios if matrix.throughput else []:
+        try:
+            load_source(scenario.prompts)
+        except PromptSourceError as exc:
+            raise RunError(f"throughput scenario {scenario.name}: {exc}") from None
     for found in sweep_orphans(sorted(out_dir.glob("cells/*/server.pid"))):
         run.notes.append(f"On {'resume' if resume else 'start'}: {found}")
     for cell in cells:  # a cell that will run never starts in a folder that other settings filled
@@ -152,6 +173,7 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
             progress: Progress | None = None) -> tuple[RunResult, int]:
     """Run every pending cell; return the run and the process exit status (0 done, 130/143 interrupted)."""
     preflight(matrix, ENGINES[matrix.engine], reference)
+    check_task_data(matrix)
     run = open_run(matrix, cells, reference, matrix_path, out_dir, resume)
     engine = ENGINES[matrix.engine]
     # the reference runs first: every other cell's probes (and later, drift) are judged against it
@@ -191,6 +213,9 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                         run.meta.engine_version = str(result.resolved["version"])
                     save()
                     progress.finished(cell.id, result.status, result.reason or "")
+                    estimate = estimate_line(run)
+                    if estimate:
+                        progress.message(estimate)
                 INTERRUPT.raise_pending()
             run.complete = True
         except _SaveFailed:

@@ -20,8 +20,9 @@ EH_FAULTS = {"seed": 1, "rules": [RULE, ...]}; each request takes the first rule
             requests through), times (fire at most N times), probability (fire at random, seeded)
     action: status (answer `code`), reset (close the connection with no answer), stall (wait `seconds` before the
             first byte), stall_mid (forward `after_bytes`, then hang), cut (forward `after_bytes`, then close),
-            alter (replace the text of every choice with `text`), kill (SIGKILL the engine, then drop the request;
-            with --upstream, SIGKILL this script)
+            alter (replace the text of every choice with `text`), think (give every chat answer the reasoning shape
+            of a reasoning model: `reasoning_content` set to `reasoning`, the engine's own content kept as the
+            answer), kill (SIGKILL the engine, then drop the request; with --upstream, SIGKILL this script)
 Every fired fault is printed to stdout (the server log) as "[fault] ...", and GET /faults returns the counts.
 """
 
@@ -130,6 +131,9 @@ class FaultProxy:
             out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in HOP_HEADERS}
             if action == "alter":
                 return self._altered(await upstream.read(), upstream.status, out_headers, rule.spec.get("text", ""))
+            if action == "think":
+                return self._altered(await upstream.read(), upstream.status, out_headers, None,
+                                     reasoning=rule.spec.get("reasoning", ""))
             response = web.StreamResponse(status=upstream.status, headers=out_headers)
             await response.prepare(request)
             sent = 0
@@ -147,16 +151,27 @@ class FaultProxy:
             return response
 
     @staticmethod
-    def _altered(data: bytes, status: int, headers: dict, text: str) -> web.Response:
+    def _altered(data: bytes, status: int, headers: dict, text: str | None, reasoning: str | None = None) -> web.Response:
+        """Every choice's text replaced by `text` (None: kept); with `reasoning`, chat answers also carry it as
+        reasoning_content (in a stream, on the first chunk that has content)."""
         def alter(obj):
             for choice in obj.get("choices") or []:
-                if "text" in choice:
+                if "text" in choice and text is not None:
                     choice["text"] = text
                 if isinstance(choice.get("message"), dict):
-                    choice["message"]["content"] = text
+                    if text is not None:
+                        choice["message"]["content"] = text
+                    if reasoning is not None:
+                        choice["message"]["reasoning_content"] = reasoning
                 if isinstance(choice.get("delta"), dict) and choice["delta"].get("content"):
-                    choice["delta"]["content"] = text
+                    if text is not None:
+                        choice["delta"]["content"] = text
+                    if reasoning is not None and not alter.reasoned:
+                        choice["delta"]["reasoning_content"] = reasoning
+                        alter.reasoned = True
             return obj
+
+        alter.reasoned = False
 
         if data.lstrip().startswith(b"data:"):
             lines = []

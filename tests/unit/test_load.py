@@ -221,7 +221,7 @@ def test_bench_command(null_server, tmp_path, capsys):
                  "--output-len", "64", "--requests", "8", "--json", str(out)])
     assert code == 0
     table = capsys.readouterr().out
-    assert "| c1 | c=1 | 8/8 |" in table and "| c4 | c=4 | 8/8 |" in table
+    assert "| c1 | c=1 | natural, " in table and "| c4 | c=4 | natural, " in table and "| 8/8 |" in table
     saved = json.loads(out.read_text())
     assert [s["name"] for s in saved] == ["c1", "c4"] and saved[1]["output_tokens"] == 8 * 64
 
@@ -250,7 +250,8 @@ class _FinishedRequestsEngine:
 def test_speculative_acceptance_counts_the_measured_requests_not_the_warmup(null_server, tmp_path):
     """Issue 13.6: the engine's counters are read after the warm-up, so their delta covers the measured requests."""
     from evalharness.matrix.schema import Cell, Matrix
-    from evalharness.runner.cell import CellRun, _throughput_phase
+    from evalharness.runner.cellphases import throughput_phase as _throughput_phase
+    from evalharness.runner.cellstate import CellRun
     from evalharness.runner.progress import Progress
     from evalharness.serving.engines import LaunchPlan
 
@@ -292,3 +293,47 @@ def test_a_signal_during_a_scenario_interrupts_it(null_server):
         timer.cancel()
         signal.signal(signal.SIGTERM, previous)
     assert time.monotonic() - begin < 5  # 8 x 512 tokens at 50 tok/s would take 40 s
+
+
+@pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "1", "--token-rate", "400"]], indirect=True)
+def test_repeats_measure_the_scenario_several_times_on_fresh_natural_prompts(null_server):
+    """Issue 14: `repeats` runs the measured requests N times (the warm-up once), each repeat on prompts of its own,
+    and keeps each repeat's output tok/s beside their mean; the prompts come from the named source."""
+    from evalharness.phases.throughput.prompts import load_source
+
+    httpx.post(f"{null_server}/truth/reset")
+    source = load_source("natural")
+    client = LoadClient(f"{null_server}/v1", "null", prompts=source)
+    result = run_scenario(client, name="t", concurrency=2, request_rate=None, input_len=16, output_len=32,
+                          requests=4, duration_s=None, warmup=1, repeats=3)
+    truth = httpx.get(f"{null_server}/truth").json()
+    assert truth["requests"] == 1 + 3 * 4 and result.completed == result.requests == 12
+    assert len(result.repeat_tok_s) == 3 and result.output_tok_s == pytest.approx(sum(result.repeat_tok_s) / 3)
+    low, high = result.tok_s_range()
+    assert low <= result.output_tok_s <= high and result.prompts == "natural"
+    # the null server counts prompt words: 12 distinct natural prompts (the warm-up's is not among the measured)
+    expected = sum(len(source.prompt(1000 + r * 4 + i, 16).split()) for r in range(3) for i in range(4))
+    assert result.prompt_tokens == expected
+
+
+@pytest.mark.parametrize("null_server", [["--tokens-per-chunk", "1", "--token-rate", "400"]], indirect=True)
+def test_streams_sharded_over_client_processes_measure_the_same(null_server):
+    """Issue 14.3: `client_processes` splits the streams over processes; their records are summarised together."""
+    from evalharness.phases.throughput.prompts import load_source
+    from evalharness.phases.throughput.shards import shares
+
+    assert shares(10, 3) == [4, 3, 3] and shares(2, 2) == [1, 1]
+    httpx.post(f"{null_server}/truth/reset")
+    client = LoadClient(f"{null_server}/v1", "null", prompts=load_source("natural"))
+    result = run_scenario(client, name="t", concurrency=4, request_rate=None, input_len=16, output_len=128,
+                          requests=8, duration_s=None, warmup=1, repeats=2, processes=2)
+    truth = httpx.get(f"{null_server}/truth").json()
+    assert truth["requests"] == 1 + 16 and result.completed == 16 and result.output_tokens == 16 * 128
+    assert len(result.repeat_tok_s) == 2 and result.itl_s.mean == pytest.approx(0.0025, rel=0.1)
+    # four streams in flight over two processes: each repeat's rate is that of four streams at 400 tok/s
+    assert all(r == pytest.approx(1600, rel=0.15) for r in result.repeat_tok_s)
+    # the shards draw the same prompts one process would have: each repeat's 8, none twice
+    source = load_source("natural")
+    assert result.prompt_tokens == sum(len(source.prompt(1000 + r * 8 + i, 16).split()) for r in range(2)
+                                       for i in range(8))
+    assert not client.hung

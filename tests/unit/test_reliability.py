@@ -223,7 +223,7 @@ LEFT = "engine processes left behind after teardown: [4242]"
 def test_leftover_processes_are_recorded_without_replacing_a_more_specific_status(status, reason, leftover, held,
                                                                                     expected):
     """Issue 13.5 (the rule): a crash stays a crash; only an ok cell becomes error, and no reason reads 'error; ...'."""
-    from evalharness.runner.cell import after_teardown
+    from evalharness.runner.teardown import after_teardown
 
     assert after_teardown(status, reason, leftover, held) == expected
 

@@ -47,8 +47,7 @@ def test_demo_matrix_expands_to_the_story_cells():
         "dtype-bfloat16.spec-off.fault-none",
         "dtype-bfloat16.spec-off.fault-fp8_kernel",
         "dtype-bfloat16.spec-off.fault-bad_rope",
-        "dtype-bfloat16.spec-ngram.fault-none",
-    ]
+    ]  # bfloat16 with ngram left out (issue 14.4: the demo near a quarter of an hour)
     assert reference.id == "dtype-float32.spec-off.fault-none"
     # relative paths resolve against the matrix's folder without following the venv's python symlink
     assert matrix.command[0] == str(REPO / ".engine" / "venv" / "bin" / "python")

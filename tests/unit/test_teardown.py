@@ -2,7 +2,7 @@
 
 import pytest
 
-from evalharness.runner.cell import server_vs_client
+from evalharness.runner.cellphases import server_vs_client
 from evalharness.runner.teardown import refuse_if_gpu_held
 from evalharness.serving.host import gpu_memory_held
 

@@ -15,25 +15,25 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from evalharness.phases.retries import TimeoutStreak
+from evalharness.phases.throughput.prompts import PromptSource
+from evalharness.phases.throughput.shards import run_sharded
 from evalharness.phases.throughput.sse import RequestRecord, SSEReader, StreamState
 from evalharness.phases.throughput.stats import summarize
 from evalharness.phases.throughput.stream_http import StreamClient, StreamClosed
 from evalharness.records.measures import ScenarioResult
 
 
-def synthetic_prompt(input_len: int, seed: int) -> str:
-    """About `input_len` tokens of varied common words (one word is about one token for most tokenizers)."""
-    words = ("time person year way day thing man world life hand part child eye woman place work week case point "
-             "number group problem fact river stone light music paper garden window").split()
-    rng = random.Random(seed)
-    return " ".join(rng.choice(words) for _ in range(max(1, input_len)))
-
-
 class LoadClient:
     """Sends streamed completions to an OpenAI-compatible endpoint and records what arrives, chunk by chunk."""
 
     def __init__(self, base_url: str, model: str, *, api: str = "completions", timeout_s: float = 300.0,
-                 ignore_eos: bool = True, tokenize_url: str | None = None, hung_after: int | None = None):
+                 ignore_eos: bool = True, tokenize_url: str | None = None, hung_after: int | None = None,
+                 prompts: PromptSource | None = None):
+        self.prompts = prompts or PromptSource("random")  # natural text is the scenarios' default (prompts.py)
+        # what a client process of a sharded scenario needs to build the same client (shards.py)
+        self.settings = dict(base_url=base_url, model=model, api=api, timeout_s=timeout_s, ignore_eos=ignore_eos,
+                             tokenize_url=tokenize_url, hung_after=hung_after, prompts=self.prompts)
+        self.shards_hung = False
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api = api
@@ -104,7 +104,7 @@ class LoadClient:
 
     @property
     def hung(self) -> bool:
-        return self._streak.hung
+        return self._streak.hung or self.shards_hung
 
     async def _count_with_tokenizer(self, text: str) -> int | None:
         if not self.tokenize_url:
@@ -135,7 +135,8 @@ class LoadClient:
         flight: where the engine's own counters are read, so their delta covers exactly the measured requests."""
         session = StreamClient(self.base_url, timeout_s=self.timeout_s)
         try:
-            warm = [await self.one(session, synthetic_prompt(input_len, seed + i), output_len) for i in range(warmup)]
+            warm = [await self.one(session, self.prompts.prompt(seed + i, input_len), output_len)
+                    for i in range(warmup)]
             if after_warmup is not None:
                 after_warmup()  # blocking on purpose: no request may start before the counters are read
             total = requests if requests is not None else 10**9
@@ -151,7 +152,7 @@ class LoadClient:
                 tasks = []
                 while more():
                     tasks.append(asyncio.create_task(
-                        self.one(session, synthetic_prompt(input_len, seed + 1000 + issued), output_len)))
+                        self.one(session, self.prompts.prompt(seed + 1000 + issued, input_len), output_len)))
                     issued += 1
                     await asyncio.sleep(rng.expovariate(request_rate))
                 measured = list(await asyncio.gather(*tasks))
@@ -161,7 +162,7 @@ class LoadClient:
                     while more():
                         index = issued
                         issued += 1
-                        measured.append(await self.one(session, synthetic_prompt(input_len, seed + 1000 + index),
+                        measured.append(await self.one(session, self.prompts.prompt(seed + 1000 + index, input_len),
                                                        output_len))
 
                 await asyncio.gather(*(worker() for _ in range(concurrency or 1)))
@@ -182,12 +183,48 @@ def run_loop(coroutine):
 
 def run_scenario(client: LoadClient, *, name: str, concurrency: int | None, request_rate: float | None,
                  input_len: int, output_len: int, requests: int | None, duration_s: float | None,
-                 warmup: int, after_warmup: Callable[[], None] | None = None) -> ScenarioResult:
-    """One scenario: warm-up, then `after_warmup` (read the engine's counters), then the measured requests."""
+                 warmup: int, after_warmup: Callable[[], None] | None = None, repeats: int = 1,
+                 processes: int = 1) -> ScenarioResult:
+    """One scenario: warm-up, then `after_warmup` (read the engine's counters), then the measured requests, `repeats`
+    times over (the warm-up only before the first). Each repeat draws its own prompts (no prefix-cache hits between
+    them), so the spread of their output tok/s is the run-to-run noise a reader should expect; the scenario's
+    output tok/s is their mean, its latency percentiles are over every measured request of every repeat. With
+    `processes` > 1 the measured requests are sharded over that many client processes (shards.py); the warm-up and
+    the engine's counters stay in this one."""
     if requests is None and duration_s is None:
         requests = max(8, 4 * (concurrency or 1))
-    _, measured = run_loop(client.run(requests=requests, duration_s=duration_s, concurrency=concurrency,
-                                         request_rate=request_rate, input_len=input_len, output_len=output_len,
-                                         warmup=warmup, after_warmup=after_warmup))
-    return summarize(name, measured, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
-                     output_len=output_len)
+    records: list[RequestRecord] = []
+    rates: list[float] = []
+    span = 0.0
+    for repeat in range(max(1, repeats)):
+        if repeat and client.hung:
+            break  # the engine stopped answering: more repeats would only add timeouts
+        seed = repeat * (requests or 1000)
+        if processes > 1:
+            if repeat == 0:
+                run_loop(client.run(requests=0, duration_s=None, concurrency=1, request_rate=None,
+                                    input_len=input_len, output_len=output_len, warmup=warmup,
+                                    after_warmup=after_warmup))
+            measured, hung, _ = run_sharded(type(client), client.settings, processes, requests=requests,
+                                            duration_s=duration_s, concurrency=concurrency,
+                                            request_rate=request_rate, input_len=input_len, output_len=output_len,
+                                            seed=seed)
+            client.shards_hung = client.shards_hung or hung
+        else:
+            _, measured = run_loop(client.run(requests=requests, duration_s=duration_s, concurrency=concurrency,
+                                              request_rate=request_rate, input_len=input_len, output_len=output_len,
+                                              warmup=warmup if repeat == 0 else 0,
+                                              after_warmup=after_warmup if repeat == 0 else None, seed=seed))
+        one = summarize(name, measured, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
+                        output_len=output_len)
+        records += measured
+        rates.append(one.output_tok_s)
+        span += one.duration_s
+    result = summarize(name, records, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
+                       output_len=output_len)
+    result.prompts = client.prompts.name
+    if len(rates) > 1:
+        result.repeat_tok_s = [round(r, 3) for r in rates]
+        result.output_tok_s = sum(rates) / len(rates)
+        result.duration_s = round(span, 4)  # the repeats' own spans, not the pauses between them
+    return result

@@ -36,6 +36,7 @@ class RequestRecord:
 _COMPLETION_KEY = b'"completion_tokens":'
 _COMPLETION_COUNT = re.compile(rb'"completion_tokens":\s*(\d+)')
 _PROMPT_COUNT = re.compile(rb'"prompt_tokens":\s*(\d+)')
+_DONE = b"data: [DONE]"
 
 
 @dataclass
@@ -94,7 +95,9 @@ def ingest_block(record: RequestRecord, stream: StreamState, block: bytes, now: 
     server without per-chunk usage, an error event, text that happens to contain "data:") takes the per-line parse.
     """
     events = block.count(b"data:")
-    done = _is_done(block)
+    # [DONE] ends a stream, so it ends its read: look at the tail only (a [DONE] anywhere else makes the counts below
+    # disagree, and the per-line parse finds it)
+    done = block.find(_DONE, len(block) - 16) >= 0
     if events and b'"error"' not in block and block.count(_COMPLETION_KEY) == events - done:
         last = _COMPLETION_COUNT.match(block, block.rfind(_COMPLETION_KEY))
         count = int(last.group(1)) if last is not None else -1
@@ -102,9 +105,10 @@ def ingest_block(record: RequestRecord, stream: StreamState, block: bytes, now: 
             if count > stream.usage_tokens and stream.counts_known:
                 _arrival(record, now, count - stream.usage_tokens)
             stream.usage_tokens = record.completion_tokens = count
-            prompt = _PROMPT_COUNT.match(block, max(0, block.rfind(b'"prompt_tokens":')))
-            if prompt is not None:
-                record.prompt_tokens = int(prompt.group(1))
+            if record.prompt_tokens is None:  # the prompt's count does not change: read it once per request
+                prompt = _PROMPT_COUNT.match(block, max(0, block.rfind(b'"prompt_tokens":')))
+                if prompt is not None:
+                    record.prompt_tokens = int(prompt.group(1))
             stream.done = done
             return
     _ingest_lines(record, stream, block, now)

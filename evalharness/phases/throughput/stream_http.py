@@ -2,9 +2,10 @@
 the moment its bytes arrived. Used on the throughput hot path only; the probes and distribution scoring go through
 the openai client (phases/openai_api.py), readiness and the engines' own endpoints through httpx.
 
-Measured (benchmarks/README.md, `.venv/bin/python benchmarks/client_capacity.py`, 2 cores): 1,712,608 output tok/s
-when the client is the bottleneck, 14.1x vLLM's benchmark client; 127,786 tok/s against the null server's ceiling of
-about 130k events/s (1.34x), within 0.05% of the true token rate.
+Measured (benchmarks/README.md, `benchmarks/client_capacity.py`, 2 shared cores): at an engine's pace (one event per
+stream per step, one per socket write) 11.4-11.9 us of CPU per event at 13,600 events/s over 64 streams, against
+22.2-22.9 for vLLM's benchmark client (1.9-2.0x), and 1.2-1.5x at up to 100,000 events/s over 256 streams; within 0.03% of the
+true token rate. (When a server packs 64 events per write: 0.38 us per event, 9.8x; engines do not write so.)
 
 Why not aiohttp here: its stream reader runs about eight Python calls for every HTTP chunk a server writes, and an
 engine writes one chunk per streamed event, so at one token per event the client itself becomes the bottleneck
@@ -27,14 +28,25 @@ import httptools
 import orjson
 
 
+READ_BUFFER = 64 * 1024  # one read's worth: a burst of a few hundred events
+
+
 class StreamClosed(Exception):
     """The connection ended before the response did (reset, closed mid-stream, unparseable bytes)."""
 
 
-class _Connection(asyncio.Protocol):
-    """One TCP (or TLS) connection; parses responses as they arrive and queues (arrival time, body bytes)."""
+class _Connection(asyncio.BufferedProtocol):
+    """One TCP (or TLS) connection; parses responses as they arrive and queues (arrival time, body bytes).
 
-    def __init__(self) -> None:
+    A buffered protocol: the event loop reads into a buffer we hand it. A plain Protocol gets a new bytes object per
+    read, which asyncio allocates at 256 KiB and shrinks; at one event per read that allocation was more than half of
+    the client's CPU per event, most of it in the kernel (benchmarks/client_capacity.py, paced regime: 9-14 us of
+    system time per event before, 3-5 after). The buffer is shared by a client's connections: the loop fills it and
+    hands it on (buffer_updated) in one synchronous step, and the parser copies out what it keeps."""
+
+    def __init__(self, buffer: bytearray | None = None) -> None:
+        self._buffer = buffer if buffer is not None else bytearray(READ_BUFFER)
+        self._view = memoryview(self._buffer)
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.reads: deque[tuple[float, bytes]] = deque()
@@ -51,11 +63,17 @@ class _Connection(asyncio.Protocol):
         self.sink: Callable[[float, bytes], bool] | None = None
         self.sink_satisfied = False
 
-    # asyncio.Protocol
+    # asyncio.BufferedProtocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> bytearray:
+        return self._buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self._view[:nbytes])
+
+    def data_received(self, data: bytes | memoryview) -> None:
         now = time.perf_counter()
         self.received_any = True
         try:
@@ -210,6 +228,7 @@ class StreamClient:
         self._head = (f"Host: {host_header}\r\nUser-Agent: evalharness\r\nAccept: */*\r\n"
                       f"Content-Type: application/json\r\n{extra}").encode("latin-1")
         self._idle: list[_Connection] = []
+        self._buffer = bytearray(READ_BUFFER)  # shared by this client's connections (see _Connection)
 
     async def post(self, path: str, payload: dict) -> StreamResponse:
         """Send the request and wait for the response's status and headers. Raises asyncio.TimeoutError, OSError
@@ -255,7 +274,8 @@ class StreamClient:
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
-        _, connection = await loop.create_connection(_Connection, self.host, self.port, ssl=self.ssl)
+        _, connection = await loop.create_connection(lambda: _Connection(self._buffer), self.host, self.port,
+                                                     ssl=self.ssl)
         return connection
 
     def _release(self, connection: _Connection) -> None:

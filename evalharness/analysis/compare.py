@@ -1,0 +1,316 @@
+"""Two runs of one matrix compared cell by cell: what a change (a new engine version, a kernel, a default) did to every
+cell. The pull-request view behind `evalharness compare BASE HEAD`.
+
+Cells are matched by id, then (for ids only one run has) by settings hash: an axis renamed in the pull request still
+pairs with its old self. Per matched cell: status transitions, accuracy paired per sample across the two runs (the
+same code as drift against the reference: analysis/drift.py, pairing.py and stats.py), throughput ratio per scenario
+(with an interval where scenarios were repeated), reasoning length and truncation where the records have them, warnings
+that came or went, and launch or resolved settings that changed. Pass or fail is the gate's own decision (gate.py)
+with the base run standing in for a baseline: noise is not a regression.
+
+Reads records only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from evalharness.analysis.drift import drift_between, refresh_drift
+from evalharness.analysis.gate import check, machine_warning, make_baseline, thresholds_for
+from evalharness.analysis.settings import SettingDifference, asked_names, resolved_differences
+from evalharness.analysis.stats import ratio_interval
+from evalharness.records.baseline import Thresholds
+from evalharness.records.drift import CellDrift
+from evalharness.records.io import ResultsError
+from evalharness.records.measures import ScenarioResult, TaskScore
+from evalharness.records.provenance import machine_kind
+from evalharness.records.run import CellResult, RunResult
+
+Verdict = Literal["fails", "changed", "differs", "same", "only"]
+# matrix keys that are labels or run plumbing: a difference in them changes nothing a cell measures
+_LABELS = {"name", "description", "reference", "report", "gate", "timeouts", "requests", "host", "port"}
+
+
+class CompareError(ResultsError):
+    """Two folders that cannot be compared (exit 2): runs of different matrices."""
+
+
+class ScenarioChange(BaseModel):
+    name: str
+    base_tok_s: float | None = None
+    head_tok_s: float | None = None
+    ratio: float | None = None  # head / base output tokens/s
+    ci_low: float | None = None  # only where both sides repeated the scenario
+    ci_high: float | None = None
+    repeats: tuple[int, int] = (0, 0)
+
+    def beyond_noise(self) -> bool:
+        return self.ci_low is not None and self.ci_high is not None and (self.ci_high < 1 or self.ci_low > 1)
+
+
+class TaskExtra(BaseModel):
+    """A per-task figure other than accuracy that a backend can change: reasoning length, share truncated."""
+
+    task: str
+    field: str
+    base: float | None = None
+    head: float | None = None
+
+
+class CellComparison(BaseModel):
+    cell: str  # the head run's id (the base's when the cell is only in the base run)
+    base_id: str | None = None  # the base run's id: another id when matched by settings hash
+    presence: Literal["both", "base", "head"]
+    absent: str | None = None  # why the cell is in one run only
+    base_status: str | None = None
+    head_status: str | None = None
+    transitions: list[str] = []
+    settings_changed: bool = False
+    launch: list[SettingDifference] = []  # flags and variables: reference = base, cell = head
+    resolved: list[SettingDifference] = []
+    accuracy: CellDrift | None = None  # the head cell against the base cell, paired per sample
+    extras: list[TaskExtra] = []
+    scenarios: list[ScenarioChange] = []
+    warnings: list[str] = []
+    violations: list[str] = []
+    verdict: Verdict = "same"
+    why: list[str] = []  # what put the cell in its verdict, shortest first
+
+
+class RunComparison(BaseModel):
+    matrix_name: str
+    base_dir: str
+    head_dir: str
+    base_label: str
+    head_label: str
+    versions: list[SettingDifference] = []  # engine, lm-eval, harness, git revision, machine: base -> head
+    matrix_changes: list[str] = []
+    thresholds: dict[str, Any] = {}
+    machine_warning: str | None = None
+    cells: list[CellComparison] = []
+    violations: list[str] = []
+    notes: list[str] = []
+
+    def failed(self) -> bool:
+        return bool(self.violations)
+
+
+def _label(run: RunResult) -> str:
+    return (run.meta.git_revision or "")[:12] or run.meta.started_at
+
+
+def match_cells(base: RunResult, head: RunResult) -> list[tuple[str | None, str | None]]:
+    """(base id, head id) in the head's order, then the base's cells the head does not have. An id that only one run
+    finished pairs with a cell of the same settings hash that only the other run finished (a renamed axis value)."""
+    head_ids = [c for c in head.cell_order if c in head.cells] + [c for c in head.cells if c not in head.cell_order]
+    base_ids = [c for c in base.cell_order if c in base.cells] + [c for c in base.cells if c not in base.cell_order]
+    only_base = [c for c in base_ids if c not in head.cells and c not in head.cell_order]
+    by_hash = {base.cells[c].settings_hash: c for c in only_base}
+    pairs: list[tuple[str | None, str | None]] = []
+    for hid in head_ids:
+        if hid in base.cells:
+            pairs.append((hid, hid))
+        elif hid not in base.cell_order and head.cells[hid].settings_hash in by_hash:
+            bid = by_hash.pop(head.cells[hid].settings_hash)
+            only_base.remove(bid)
+            pairs.append((bid, hid))
+        else:
+            pairs.append((None, hid))
+    pairs += [(bid, None) for bid in base_ids if bid not in head.cells and (bid in only_base or bid in head.cell_order)]
+    return pairs
+
+
+def transitions(base: CellResult, head: CellResult) -> list[str]:
+    """Status changes worth a line: ok → crashed, garbage appears, a new crash class, fixed cells."""
+    out = []
+    kind_b = base.crash.kind if base.crash else None
+    kind_h = head.crash.kind if head.crash else None
+    if base.status != head.status:
+        if head.status == "ok":
+            what = "fixed"
+        elif head.status == "garbage":
+            what = "garbage appears"
+        else:
+            what = f"{kind_h or head.status} at {head.phase}"
+        out.append(f"{base.status} → {head.status}: {what}")
+    elif head.status == "crashed" and kind_h != kind_b:
+        out.append(f"new crash class {kind_h} (was {kind_b})")
+    return out
+
+
+def _settings(base: dict[str, Any], head: dict[str, Any]) -> list[SettingDifference]:
+    return [SettingDifference(key=k, reference=base.get(k), cell=head.get(k), asked=True)
+            for k in sorted(set(base) | set(head)) if base.get(k) != head.get(k)]
+
+
+def _repeat_rates(sc: ScenarioResult) -> list[float]:
+    """Output tokens/s of each repeat of a scenario, from whatever repeat list the record carries (a list field
+    whose name says repeat, of numbers or of objects with output_tok_s); empty for a single measurement."""
+    for key, value in sc.model_dump().items():
+        if "repeat" in key and isinstance(value, list):
+            rates = [v if isinstance(v, (int, float)) else (v or {}).get("output_tok_s") for v in value]
+            rates = [float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool)]
+            if len(rates) >= 2:
+                return rates
+    return []
+
+
+def scenario_changes(base: CellResult, head: CellResult) -> list[ScenarioChange]:
+    theirs = {s.name: s for s in base.throughput}
+    out = []
+    for sc in head.throughput:
+        before = theirs.pop(sc.name, None)
+        change = ScenarioChange(name=sc.name, head_tok_s=sc.output_tok_s,
+                                base_tok_s=before.output_tok_s if before else None)
+        if before is not None and before.output_tok_s > 0:
+            change.ratio = sc.output_tok_s / before.output_tok_s
+            b, h = _repeat_rates(before), _repeat_rates(sc)
+            if b and h:
+                change.ratio, change.ci_low, change.ci_high = ratio_interval(b, h)
+                change.repeats = (len(b), len(h))
+        out.append(change)
+    return out + [ScenarioChange(name=n, base_tok_s=s.output_tok_s) for n, s in theirs.items()]
+
+
+def _extra_fields(score: TaskScore) -> dict[str, float]:
+    """The generation figures a backend can change at equal accuracy (records/measures.py GenerationStats): the share
+    of answers cut off by the token limit, mean reasoning length and mean completion length."""
+    stats = score.generation
+    if stats is None:
+        return {}
+    figures = {"truncated_share": stats.truncated_share, "mean_reasoning_chars": stats.mean_reasoning_chars,
+               "mean_reasoning_tokens": stats.mean_reasoning_tokens,
+               "mean_completion_tokens": stats.mean_completion_tokens}
+    return {name: float(value) for name, value in figures.items() if value is not None}
+
+
+def task_extras(base: CellResult, head: CellResult) -> list[TaskExtra]:
+    theirs = {t.task: _extra_fields(t) for t in base.quality}
+    out = []
+    for score in head.quality:
+        mine, before = _extra_fields(score), theirs.get(score.task, {})
+        out += [TaskExtra(task=score.task, field=k, base=before.get(k), head=mine.get(k))
+                for k in sorted(set(mine) | set(before)) if mine.get(k) != before.get(k)]
+    return out
+
+
+def warning_changes(base: CellResult, head: CellResult) -> list[str]:
+    """Known warnings that came, went, or changed their values; 'other' lines only by count."""
+    known_b = {w.key: w for w in base.warnings if w.key != "other"}
+    known_h = {w.key: w for w in head.warnings if w.key != "other"}
+    out = [f"new: {k}" for k in known_h if k not in known_b] + [f"gone: {k}" for k in known_b if k not in known_h]
+    for key in (k for k in known_h if k in known_b and known_h[k].values != known_b[k].values):
+        before, after = known_b[key].values, known_h[key].values
+        moved = [f"{v} {before.get(v)} → {after.get(v)}" for v in sorted(set(before) | set(after))
+                 if before.get(v) != after.get(v)]
+        out.append(f"changed: {key} ({', '.join(moved)})")
+    other_b = sum(w.count for w in base.warnings if w.key == "other")
+    other_h = sum(w.count for w in head.warnings if w.key == "other")
+    if other_b != other_h:
+        out.append(f"other warning lines: {other_b} → {other_h}")
+    return out
+
+
+def compare_cell(base: CellResult, base_dir: Path, head: CellResult, head_dir: Path) -> CellComparison:
+    out = CellComparison(cell=head.id, base_id=base.id, presence="both", base_status=base.status,
+                         head_status=head.status, transitions=transitions(base, head),
+                         settings_changed=base.settings_hash != head.settings_hash,
+                         launch=_settings(base.args, head.args) + _settings(base.env, head.env),
+                         scenarios=scenario_changes(base, head), extras=task_extras(base, head),
+                         warnings=warning_changes(base, head))
+    if base.resolved and head.resolved:
+        asked = asked_names(head.args, head.env, base.args, base.env)
+        out.resolved = resolved_differences(base.resolved, head.resolved, asked)
+    if base.quality and head.quality:
+        out.accuracy = drift_between(base, base_dir, head, head_dir)
+    return out
+
+
+def judge(cell: CellComparison, alpha: float) -> None:
+    """Set the cell's verdict: fails the gate; changed beyond noise; differs in settings, warnings or figures
+    that have no noise estimate; the same within noise."""
+    why: list[str] = []
+    acc = cell.accuracy
+    credible = [t for t in (acc.tasks if acc else []) if t.p_value is not None and t.p_value < alpha]
+    if credible or (acc is not None and acc.p_value is not None and acc.p_value < alpha):
+        why.append("credible accuracy change" + (f" ({', '.join(t.task for t in credible)})" if credible else ""))
+    why += [f"{s.name} {s.ratio:.2f}x tok/s [{s.ci_low:.2f}, {s.ci_high:.2f}]" for s in cell.scenarios
+            if s.beyond_noise()]
+    changed = bool(cell.transitions or why)
+    differs = []
+    if cell.settings_changed:
+        differs.append("settings changed" + (f" ({', '.join(d.key for d in cell.launch)})" if cell.launch else ""))
+    if cell.resolved:
+        differs.append(f"{len(cell.resolved)} resolved setting(s) changed")
+    if cell.warnings:
+        differs.append("warnings changed")
+    if cell.extras:
+        differs.append("reasoning or truncation changed")
+    cell.why = cell.transitions + why + differs
+    cell.verdict = "fails" if cell.violations else "changed" if changed else "differs" if differs else "same"
+
+
+def check_comparable(base: RunResult, head: RunResult, base_dir: Path, head_dir: Path) -> None:
+    if base.meta.matrix_name != head.meta.matrix_name:
+        raise CompareError(f"{base_dir} is a run of matrix {base.meta.matrix_name!r} and {head_dir} of matrix "
+                           f"{head.meta.matrix_name!r}: compare two runs of one matrix")
+
+
+def _versions(base: RunResult, head: RunResult) -> list[SettingDifference]:
+    pairs = {"engine": (base.meta.engine, head.meta.engine),
+             "engine version": (base.meta.engine_version, head.meta.engine_version),
+             "lm-eval version": (base.meta.lm_eval_version, head.meta.lm_eval_version),
+             "harness version": (base.meta.harness_version, head.meta.harness_version),
+             "git revision": (base.meta.git_revision, head.meta.git_revision),
+             "machine": (machine_kind(base.meta.machine), machine_kind(head.meta.machine))}
+    return [SettingDifference(key=k, reference=b, cell=h, asked=True) for k, (b, h) in pairs.items() if b != h]
+
+
+def compare_runs(base: RunResult, base_dir: Path, head: RunResult, head_dir: Path) -> RunComparison:
+    """Everything `compare` says, from two loaded runs and their folders (the per-sample files are read here)."""
+    check_comparable(base, head, base_dir, head_dir)
+    refresh_drift(base, base_dir)
+    refresh_drift(head, head_dir)
+    out = RunComparison(matrix_name=head.meta.matrix_name, base_dir=str(base_dir), head_dir=str(head_dir),
+                        base_label=_label(base), head_label=_label(head), versions=_versions(base, head))
+    out.matrix_changes = sorted(k for k in set(base.meta.matrix) | set(head.meta.matrix)
+                                if k not in _LABELS and base.meta.matrix.get(k) != head.meta.matrix.get(k))
+    for name, run in (("base", base), ("head", head)):
+        if run.pending():
+            out.notes.append(f"the {name} run has {len(run.pending())} cell(s) not run: {', '.join(run.pending())}")
+    cells = []
+    for bid, hid in match_cells(base, head):
+        if bid is not None and hid is not None:
+            cells.append(compare_cell(base.cells[bid], base_dir, head.cells[hid], head_dir))
+        elif hid is not None:
+            cells.append(CellComparison(cell=hid, presence="head", head_status=head.cells[hid].status,
+                                        absent="not in the base run's matrix" if hid not in base.cell_order
+                                        else "in the base run's matrix but not run there"))
+        elif bid is not None:
+            cells.append(CellComparison(cell=bid, base_id=bid, presence="base", base_status=base.cells[bid].status,
+                                        absent="not in the head run's matrix" if bid not in head.cell_order
+                                        else "in the head run's matrix but not run there"))
+    gate = {k: v for k, v in (base.meta.matrix.get("gate") or {}).items() if v is not None}
+    baseline_cells = [c.base_id for c in cells if c.base_id and base.cells[c.base_id].status == "ok"
+                      and (c.presence == "both" or c.cell in head.cell_order)]
+    baseline = make_baseline(base, base_dir, baseline_cells, Thresholds(**gate)) if baseline_cells else None
+    limits = thresholds_for(head, baseline) if baseline else Thresholds(**gate)
+    out.thresholds = limits.model_dump(exclude_none=True)
+    if baseline is not None:
+        mapping = {c.cell: c.base_id for c in cells if c.base_id in baseline_cells}
+        out.violations = check(head, head_dir, baseline, mapping)
+        warning = machine_warning(head, baseline)  # the gate's words, where the base run is the baseline
+        out.machine_warning = warning and warning.replace("the baseline was", "the base run was").replace(
+            "baseline on", "base run on").replace("this run on", "head run on")
+    for cell in cells:
+        cell.violations = [v for v in out.violations if v.startswith(f"{cell.cell}:")]
+        if cell.presence == "both":
+            judge(cell, limits.alpha)
+        else:
+            cell.verdict = "fails" if cell.violations else "only"
+            cell.why = [f"only in the {cell.presence} run ({cell.absent})"]
+    out.cells = cells
+    return out

@@ -1,0 +1,99 @@
+"""The command line: run, validate, report, detect, diagnose, bench, gate, baseline, compare. Bad input exits 2 with one clear
+message; nothing else lives here."""
+
+from __future__ import annotations
+
+import argparse
+
+from evalharness import __version__
+from evalharness.cli.common import int_list
+from evalharness.cli.runs import cmd_report, cmd_run, cmd_validate
+from evalharness.cli.tools import cmd_bench, cmd_detect, cmd_diagnose
+from evalharness.cli.verdicts import cmd_baseline_save, cmd_compare, cmd_gate
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="evalharness", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"evalharness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="serve every cell of a matrix and report")
+    run.add_argument("--matrix", required=True, help="matrix YAML file")
+    run.add_argument("--out", required=True, help="output folder (results.json, report.md, cells/<id>/)")
+    run.add_argument("--resume", action="store_true", help="finish a run in --out, skipping its finished cells")
+    run.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                     help="run the cells on a Ray cluster: its head's HOST:PORT, or none for the matrix's "
+                          "cluster.ray (default 'auto': RAY_ADDRESS or the cluster started on this machine)")
+    run.set_defaults(func=cmd_run)
+
+    validate = sub.add_parser("validate", help="check a matrix and list its cells without launching anything")
+    validate.add_argument("--matrix", required=True)
+    validate.add_argument("--engine-python", help="for SGLang matrices: a Python with sglang importable, whose parser "
+                          "checks every cell (default: $EVALHARNESS_SGLANG_PYTHON, the launcher, or `sglang`'s own)")
+    validate.add_argument("--no-engine-check", action="store_true",
+                          help="do not run the cells through the installed engine (otherwise a matrix that could not "
+                               "be checked exits 2)")
+    validate.set_defaults(func=cmd_validate)
+
+    detect = sub.add_parser("detect", help="run the garbage detectors on a JSONL file of outputs")
+    detect.add_argument("file", help="JSONL: one object per line with 'output' or 'text' (and optionally 'prompt', "
+                                     "'finish_reason', 'expect_stop', 'reference_output')")
+    detect.add_argument("-o", "--output", help="write the JSON lines here instead of stdout")
+    detect.set_defaults(func=cmd_detect)
+
+    diag = sub.add_parser("diagnose", help="crash class and known warnings of a server log produced outside the harness")
+    diag.add_argument("log", help="the server's log (stdout and stderr)")
+    diag.add_argument("--engine", choices=["sglang", "vllm"], help="default: guessed from the log's lines")
+    diag.add_argument("--json", action="store_true", help="JSON instead of Markdown")
+    diag.set_defaults(func=cmd_diagnose)
+
+    bench = sub.add_parser("bench", help="measure streaming throughput of any OpenAI-compatible endpoint")
+    bench.add_argument("--base-url", required=True, help="as the openai client takes it, e.g. http://127.0.0.1:8000/v1")
+    bench.add_argument("--model", required=True)
+    bench.add_argument("--concurrency", type=int_list, default=[1], help="comma-separated, e.g. 1,8,32")
+    bench.add_argument("--requests", type=int, default=None, help="measured requests per level (default 4x concurrency, at least 8)")
+    bench.add_argument("--input-len", type=int, default=128, help="prompt words, with --prompts random only")
+    bench.add_argument("--prompts", default="natural", help="natural (the shipped corpus), task:NAME, a .jsonl file, "
+                       "or random (capacity figures only)")
+    bench.add_argument("--repeats", type=int, default=1, help="measure each concurrency this many times")
+    bench.add_argument("--client-processes", type=int, default=1, help="shard the streams over this many processes")
+    bench.add_argument("--output-len", type=int, default=128)
+    bench.add_argument("--warmup", type=int, default=1)
+    bench.add_argument("--api", choices=["completions", "chat"], default="completions")
+    bench.add_argument("--timeout", type=float, default=300.0, help="per request, seconds")
+    bench.add_argument("--no-ignore-eos", action="store_true", help="let requests stop at EOS")
+    bench.add_argument("--json", help="also write the results here")
+    bench.set_defaults(func=cmd_bench)
+
+    gate = sub.add_parser("gate", help="pass/fail a run against a committed baseline (exit 0 pass, 1 fail, 2 bad input)")
+    gate.add_argument("dir")
+    gate.add_argument("--baseline", required=True)
+    gate.add_argument("--cell", action="append", metavar="RUN_ID[=BASELINE_ID]",
+                      help="gate these cells (default: every cell that the baseline names, or all against a one-cell baseline)")
+    gate.set_defaults(func=cmd_gate)
+
+    baseline = sub.add_parser("baseline", help="save a baseline from a finished run")
+    baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True)
+    save = baseline_sub.add_parser("save")
+    save.add_argument("dir")
+    save.add_argument("--cell", action="append", help="cells to keep (default: every ok cell)")
+    save.add_argument("-o", "--output", required=True)
+    save.set_defaults(func=cmd_baseline_save)
+
+    compare = sub.add_parser("compare", help="what changed between two runs of one matrix, cell by cell (exit 0, 1 "
+                             "when a change fails the matrix's gate thresholds, 2 on bad input)")
+    compare.add_argument("base", help="run folder of the base (e.g. the main branch)")
+    compare.add_argument("head", help="run folder of the head (e.g. the pull request)")
+    compare.add_argument("--out", help="write compare.md, summary.md, compare.json and compare.png here")
+    compare.add_argument("--markdown", help="write the short form (a pull-request comment) to this file")
+    compare.set_defaults(func=cmd_compare)
+
+    report = sub.add_parser("report", help="re-render report.md from a run folder's results.json")
+    report.add_argument("dir")
+    report.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)

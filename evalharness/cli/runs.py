@@ -1,0 +1,102 @@
+"""The commands about a matrix and its run folder: validate (no launch), run, report (re-render)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evalharness.cli.common import EXIT_BAD_INPUT, fail
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    import shlex
+
+    from evalharness.matrix.errors import SpecError
+    from evalharness.matrix.load import load_matrix
+    from evalharness.records.masking import mask_argv, mask_env
+    from evalharness.serving.engines import ENGINES, render_args
+
+    try:
+        matrix, cells, reference = load_matrix(args.matrix)
+    except SpecError as exc:
+        return fail(str(exc))
+    print(f"{args.matrix}: matrix {matrix.name!r}, engine {matrix.engine}, {len(cells)} cells, reference {reference.id}")
+    engine = ENGINES[matrix.engine]
+    if matrix.engine != "external":
+        example = engine.launch_plan(matrix, reference, port=0, work_dir="OUT")
+        print(f"  launch (reference cell, port chosen at run time): {shlex.join(mask_argv(example.argv))}")
+    for cell in cells:
+        flags = shlex.join(mask_argv(render_args(cell.args))) or "(no flags)"
+        env = " ".join(f"{k}={v}" for k, v in mask_env(cell.env).items())
+        print(f"  {cell.id}{' (reference)' if cell.id == reference.id else ''}: {flags}{'  env: ' + env if env else ''}")
+    if matrix.engine == "sglang":
+        if args.no_engine_check:
+            print("SGLang: not checked (--no-engine-check): flags and variables were checked for shape only")
+            return 0
+        return _validate_sglang(matrix, cells, args.engine_python)
+    return 0
+
+
+def _validate_sglang(matrix, cells, engine_python: str | None) -> int:
+    from evalharness.serving.engines.sglang_check import check_cells, find_python
+
+    result = check_cells(matrix, cells, find_python(matrix, engine_python))
+    if not result.checked:
+        # a CI step must not pass having checked nothing: say so and fail, unless told not to check
+        return fail(f"SGLang: could not check the cells against the installed SGLang: {result.reason} "
+                     "(pass --no-engine-check to validate the matrix's shape only)")
+    print(f"SGLang {result.version} ({result.python}): {len(cells) - len(result.failed)}/{len(cells)} cells accepted "
+          "by its parser and environment")
+    notes = sorted({note for check in result.cells for note in check.notes})
+    for note in notes:
+        print(f"  note: {note}")
+    for check in result.failed:
+        if not check.ok:
+            print(f"  REJECTED {check.id}: {check.error} (sglang {result.version})", file=sys.stderr)
+        if check.unknown_env:
+            print(f"  REJECTED {check.id}: environment variables that sglang {result.version} does not define: "
+                  f"{', '.join(check.unknown_env)}", file=sys.stderr)
+    return EXIT_BAD_INPUT if result.failed else 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from evalharness.matrix.errors import SpecError
+    from evalharness.matrix.load import load_matrix
+    from evalharness.runner.run import RunError, execute
+
+    try:
+        matrix, cells, reference = load_matrix(args.matrix)
+    except SpecError as exc:
+        return fail(str(exc))
+    out_dir = Path(args.out)
+    try:
+        if args.ray is not None or matrix.cluster is not None:  # only then is Ray imported
+            from evalharness.runner.ray_runner import execute_ray
+
+            address = None if args.ray in (None, "") else args.ray
+            run, status = execute_ray(matrix, cells, reference, Path(args.matrix), out_dir, args.resume, address)
+        else:
+            run, status = execute(matrix, cells, reference, Path(args.matrix), out_dir, args.resume)
+    except RunError as exc:
+        return fail(str(exc))
+    print(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary() or 'no cells finished'}")
+    print(f"report: {out_dir / 'report.md'}")
+    print(f"results: {out_dir / 'results.json'}")
+    return status
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from evalharness.analysis.drift import refresh_drift
+    from evalharness.records.io import ResultsError, load_run
+    from evalharness.render.outputs import render_all
+
+    out_dir = Path(args.dir)
+    try:
+        run = load_run(out_dir)
+    except ResultsError as exc:
+        return fail(str(exc))
+    refresh_drift(run, out_dir)
+    render_all(run, out_dir)
+    print(f"report: {out_dir / 'report.md'}")
+    return 0

@@ -1,0 +1,88 @@
+"""The commands that judge runs: gate (a run against a baseline), baseline save, compare (two runs of one matrix)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from evalharness.cli.common import cell_mapping, fail
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from evalharness.analysis.drift import refresh_drift
+    from evalharness.analysis.gate import check, machine_warning, thresholds_for
+    from evalharness.records.baseline import BaselineError, load_baseline
+    from evalharness.records.io import ResultsError, load_run
+
+    run_dir = Path(args.dir)
+    try:
+        run = load_run(run_dir)
+        baseline = load_baseline(Path(args.baseline))
+        refresh_drift(run, run_dir)
+        violations = check(run, run_dir, baseline, cell_mapping(args.cell))
+    except (ResultsError, BaselineError) as exc:  # BaselineError covers GateError
+        return fail(str(exc))
+    limits = thresholds_for(run, baseline)
+    warning = machine_warning(run, baseline)
+    if warning:
+        print(f"gate: warning: {warning}")
+    caveat = "; baseline from another kind of machine, see the warning" if warning else ""
+    if violations:
+        print(f"gate: FAIL: {len(violations)} violation(s) against {args.baseline} "
+              f"({limits.model_dump(exclude_none=True)}{caveat})")
+        for line in violations:
+            print(f"  - {line}")
+        return 1
+    print(f"gate: pass against {args.baseline} ({limits.model_dump(exclude_none=True)}{caveat})")
+    return 0
+
+
+def cmd_baseline_save(args: argparse.Namespace) -> int:
+    from evalharness.analysis.gate import GateError, make_baseline
+    from evalharness.records.baseline import Thresholds, save_baseline
+    from evalharness.records.io import ResultsError, load_run
+
+    run_dir = Path(args.dir)
+    try:
+        run = load_run(run_dir)
+        gate = {k: v for k, v in (run.meta.matrix.get("gate") or {}).items() if v is not None}
+        baseline = make_baseline(run, run_dir, args.cell, Thresholds(**gate))
+    except (ResultsError, GateError) as exc:
+        return fail(str(exc))
+    save_baseline(baseline, Path(args.output))
+    print(f"baseline: {args.output} ({', '.join(baseline.cells)}; engine {baseline.engine} {baseline.engine_version})")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from evalharness.analysis.compare import compare_runs
+    from evalharness.records.baseline import BaselineError
+    from evalharness.records.io import ResultsError, load_run
+    from evalharness.render.outputs import render_comparison
+
+    base_dir, head_dir = Path(args.base), Path(args.head)
+    try:
+        base, head = load_run(base_dir), load_run(head_dir)
+        cmp = compare_runs(base, base_dir, head, head_dir)  # CompareError, CellFileError and GateError included
+    except (ResultsError, BaselineError) as exc:
+        return fail(str(exc))
+    out_dir = Path(args.out) if args.out else None
+    try:
+        render_comparison(cmp, base, head, out_dir, Path(args.markdown) if args.markdown else None)
+    except OSError as exc:
+        return fail(f"cannot write the comparison: {exc}")
+    counts = {v: sum(c.verdict == v for c in cmp.cells) for v in ("fails", "changed", "only", "differs", "same")}
+    print(f"compare: {base_dir} -> {head_dir}: {len(cmp.cells)} cells: {counts['fails']} fail the gate, "
+          f"{counts['changed']} changed beyond noise, {counts['only']} in one run only, {counts['differs']} differ in "
+          f"settings or warnings, {counts['same']} unchanged within noise")
+    if cmp.machine_warning:
+        print(f"compare: warning: {cmp.machine_warning}")
+    for line in cmp.violations:
+        print(f"  - {line}")
+    if out_dir is not None:
+        print(f"comparison: {out_dir / 'compare.md'} (short form: {out_dir / 'summary.md'})")
+    if cmp.failed():
+        print(f"compare: FAIL: {len(cmp.violations)} violation(s) of the gate thresholds ({cmp.thresholds})")
+        return 1
+    print(f"compare: pass ({cmp.thresholds})")
+    return 0

@@ -1,0 +1,178 @@
+"""What the harness keeps of one lm-eval evaluation (pure: lm-eval's results dict in, summary and sample rows out).
+
+- The headline of a task comes from its own config: the first metric of `metric_list` under the first filter of
+  `filter_list` ('none' without one), as lm-eval names it in its results ('exact_match,strict-match'). For a group,
+  the first aggregate lm-eval reports for it (its `aggregate_metric_list`), whose value is lm-eval's own pooling.
+- A group's samples come keyed by leaf task (mmlu_pro_biology, ...): every leaf's rows are kept, each naming its
+  leaf, and each leaf's version and headline are recorded, so they can be paired per subtask.
+- Each row carries what the side file of the recording client kept of its answer (finish_reason, reasoning), and the
+  task's generation statistics count each request once (a document's filters share one answer).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+NOT_METRICS = {"alias", "name", "sample_len", "sample_count", "samples"}
+
+
+def jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        if hasattr(value, "item"):  # numpy scalars
+            return value.item()
+        if isinstance(value, (list, tuple)):
+            return [jsonable(v) for v in value]
+        return str(value)
+
+
+def leaves(task: str, group_subtasks: dict[str, list[str]]) -> list[str]:
+    """The leaf tasks under a task or group, in lm-eval's order (a group may hold groups)."""
+    if task not in group_subtasks:
+        return [task]
+    return [leaf for child in group_subtasks[task] for leaf in leaves(child, group_subtasks)]
+
+
+def _metric_keys(metrics: dict[str, Any]) -> list[str]:
+    return [k for k in metrics if k not in NOT_METRICS and "_stderr" not in k and isinstance(metrics[k], (int, float))]
+
+
+def fallback_headline(metrics: dict[str, Any]) -> str | None:
+    """Where a config names no metric: exact_match first, then acc, then the first other number."""
+    keys = _metric_keys(metrics)
+    for prefix in ("exact_match", "acc,", "acc_norm", ""):
+        chosen = next((k for k in keys if k.startswith(prefix)), None)
+        if chosen:
+            return chosen
+    return None
+
+
+def config_headline(config: dict[str, Any] | None, metrics: dict[str, Any]) -> str | None:
+    """'metric,filter' from a leaf task's config, checked against what lm-eval reported for it."""
+    config = config or {}
+    metric_list = config.get("metric_list") or []
+    filter_list = config.get("filter_list") or []
+    if metric_list and isinstance(metric_list[0], dict) and metric_list[0].get("metric"):
+        first_filter = filter_list[0].get("name", "none") if filter_list and isinstance(filter_list[0], dict) else "none"
+        key = f"{metric_list[0]['metric']},{first_filter}"
+        if key in metrics:
+            return key
+    return fallback_headline(metrics)
+
+
+def stderr_of(metrics: dict[str, Any], key: str | None) -> float | None:
+    if not key:
+        return None
+    name, _, filt = key.partition(",")
+    value = metrics.get(f"{name}_stderr,{filt}" if filt else f"{name}_stderr")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def sample_row(leaf: str, sample: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
+    filtered = sample.get("filtered_resps")
+    resps = sample.get("resps") or []
+    raw = resps[0][0] if resps and isinstance(resps[0], list) and resps[0] else None
+    row = {
+        "task": leaf,
+        "doc_id": sample.get("doc_id"),
+        "doc_hash": sample.get("doc_hash"),
+        "prompt_hash": sample.get("prompt_hash"),
+        "target": jsonable(sample.get("target")),
+        "response": jsonable(filtered[0] if isinstance(filtered, list) and len(filtered) == 1 else filtered),
+        "answer": jsonable(raw),  # what lm-eval scored, before its filters: the content, never the reasoning
+        "filter": sample.get("filter"),
+        "metrics": {name: jsonable(sample.get(name)) for name in sample.get("metrics") or []},
+    }
+    if answer is not None:
+        row.update(finish_reason=answer.get("finish_reason"), completion_tokens=answer.get("completion_tokens"),
+                   reasoning=answer.get("reasoning"))
+    return row
+
+
+def generation_stats(answers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """GenerationStats (records/measures.py) over one answer per request."""
+    if not answers:
+        return None
+    tokens = [a["completion_tokens"] for a in answers if isinstance(a.get("completion_tokens"), int)]
+    reasoning_tokens = [a["reasoning_tokens"] for a in answers if isinstance(a.get("reasoning_tokens"), int)]
+    return {
+        "requests": len(answers),
+        "truncated": sum(a.get("finish_reason") == "length" for a in answers),
+        "with_reasoning": sum(bool(a.get("reasoning")) for a in answers),
+        "mean_completion_tokens": sum(tokens) / len(tokens) if tokens else None,
+        "mean_reasoning_chars": sum(len(a.get("reasoning") or "") for a in answers) / len(answers),
+        "mean_reasoning_tokens": sum(reasoning_tokens) / len(reasoning_tokens) if reasoning_tokens else None,
+    }
+
+
+def summarize(task: str, results: dict[str, Any], answers: dict[str, dict]) -> tuple[dict[str, Any], list[dict]]:
+    """(summary.json, samples.jsonl rows) of one requested task; `answers` by prompt hash from the side file."""
+    per_task = results.get("results") or {}
+    configs = results.get("configs") or {}
+    versions = results.get("versions") or {}
+    n_samples = results.get("n-samples") or {}
+    samples = results.get("samples") or {}
+    leaf_names = leaves(task, results.get("group_subtasks") or {})
+    group = leaf_names != [task]
+    rows: list[dict] = []
+    used: dict[str, dict] = {}
+    subtasks = {}
+    for leaf in leaf_names:
+        for sample in samples.get(leaf, []):
+            answer = answers.get(sample.get("prompt_hash") or "")
+            rows.append(sample_row(leaf, sample, answer))
+            if answer is not None:
+                used.setdefault(answer["prompt_hash"], answer)
+        metrics = per_task.get(leaf, {})
+        headline = config_headline(configs.get(leaf), metrics)
+        subtasks[leaf] = {"version": jsonable(versions.get(leaf)), "metric": headline,
+                          "value": _number(metrics.get(headline)) if headline else None,
+                          "n": (n_samples.get(leaf) or {}).get("effective")}
+    own = per_task.get(task, {})
+    if group:
+        headline = next(iter(_metric_keys(own)), None) or next((s["metric"] for s in subtasks.values()), None)
+    else:
+        headline = subtasks[task]["metric"]
+    value = _number(own.get(headline)) if headline else None
+    if value is None and group:  # a group lm-eval does not aggregate: the pooled mean of its leaves, by size
+        sized = [(s["value"], s["n"]) for s in subtasks.values() if s["value"] is not None and s["n"]]
+        value = sum(v * n for v, n in sized) / sum(n for _, n in sized) if sized else None
+    summary = {
+        "task": task,
+        "version": jsonable(versions.get(task)),
+        "headline": headline,
+        "value": value,
+        "stderr": stderr_of(own, headline),
+        "metrics": {k: jsonable(v) for k, v in own.items() if k != "alias"},
+        "n": sum(s["n"] or 0 for s in subtasks.values()),
+        "subtasks": subtasks if group else {},
+        "generation": generation_stats(list(used.values())),
+        "config_hash": jsonable({leaf: (results.get("task_hashes") or {}).get(leaf) for leaf in leaf_names}),
+        "lm_eval_version": jsonable((results.get("config") or {}).get("lm_eval_version")
+                                    or results.get("lm_eval_version")),
+    }
+    return summary, rows
+
+
+def read_answers(path) -> dict[str, dict]:
+    """The side file of the recording client, by prompt hash (a later answer to the same prompt wins)."""
+    out: dict[str, dict] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return out
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a killed attempt
+        if isinstance(record, dict) and record.get("prompt_hash"):
+            out[record["prompt_hash"]] = record
+    return out

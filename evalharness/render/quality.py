@@ -1,0 +1,69 @@
+"""The quality tasks of a run in the report: each task's headline (metric and filter, from its own config), its score
+per cell, a group's subtasks, and how the answers were generated: the share cut off by the token limit and the mean
+reasoning length, beside the reference's. Pure: records in, Markdown lines out."""
+
+from __future__ import annotations
+
+from evalharness.analysis.pairing import split_metric
+from evalharness.records.measures import GenerationStats, TaskScore
+from evalharness.records.run import RunResult
+from evalharness.render.markdown import markdown_table, md_text
+
+
+def _share(value: float | None) -> str:
+    return "" if value is None else f"{value:.1%}"
+
+
+def _mean(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f}"
+
+
+def _versus(cell: float | None, ref: float | None) -> str:
+    """'x1.9' against the reference where both are known and the reference is not zero."""
+    return f" (x{cell / ref:.2f})" if cell is not None and ref else ""
+
+
+def _headline(score: TaskScore) -> str:
+    if not score.metric:
+        return ""
+    metric, filt = split_metric(score.metric)
+    return f"{md_text(metric)} / {md_text(filt)}"
+
+
+def _generation(stats: GenerationStats | None, ref: GenerationStats | None) -> list[str]:
+    if stats is None or not stats.requests:
+        return ["", "", ""]
+    ref = ref if ref is not None and ref.requests else None
+    return [
+        f"{_share(stats.truncated_share)} ({stats.truncated}/{stats.requests})"
+        + _versus(stats.truncated_share, ref.truncated_share if ref else None),
+        _mean(stats.mean_completion_tokens) + _versus(stats.mean_completion_tokens,
+                                                      ref.mean_completion_tokens if ref else None),
+        (_mean(stats.mean_reasoning_chars) + _versus(stats.mean_reasoning_chars, ref.mean_reasoning_chars if ref else None)
+         if stats.with_reasoning else "none"),
+    ]
+
+
+def quality_section(run: RunResult) -> list[str]:
+    reference = run.cells.get(run.reference)
+    ref_tasks = {t.task: t for t in reference.quality} if reference else {}
+    rows = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        for score in cell.quality if cell else []:
+            ref = ref_tasks.get(score.task)
+            value = "failed" if score.error or score.value is None else f"{score.value:.3f}"
+            rows.append([f"`{cid}`", md_text(score.task), _headline(score), value, "" if score.n is None else str(score.n),
+                         str(len(score.subtasks)) if score.subtasks else "",
+                         *_generation(score.generation, ref.generation if ref and cid != run.reference else None),
+                         f"{score.seconds:.0f}"])
+    if not rows:
+        return []
+    return ["## Quality tasks", "",
+            "Headline: the metric and filter the task's own lm-eval config puts first; drift, flips, the gate and "
+            "baselines pair per document on it (a group pools its subtasks as lm-eval aggregates them; per subtask "
+            "in `cells/<id>/quality/<task>/summary.json`). Cut off: answers that hit the token limit (finish_reason "
+            "length), per request; tokens: completion tokens, reasoning included; reasoning: mean characters of "
+            "reasoning_content, kept per sample in samples.jsonl and never scored. (xN): against the reference.", "",
+            markdown_table(["cell", "task", "headline metric / filter", "score", "documents", "subtasks", "cut off",
+                            "mean tokens", "mean reasoning chars", "seconds"], rows), ""]

@@ -1,0 +1,154 @@
+"""The measuring phases of one cell as the runner drives them: probes, quality, throughput (with the engine's own
+acceptance and log figures around the measured requests), and the judgement of each phase's requests. Each phase
+writes what it measured on the CellRun (cellstate.py) and raises CellStopped when it has judged the cell."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from evalharness.matrix.schema import Matrix
+from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes
+from evalharness.phases.quality import SHIPPED_TASKS, run_quality
+from evalharness.phases.retries import ServerDied, judge_tally
+from evalharness.phases.throughput.client import LoadClient, run_scenario
+from evalharness.phases.throughput.prompts import load_source
+from evalharness.records.cellfiles import load_probe_outputs, save_probe_outputs
+from evalharness.records.measures import RequestTally
+from evalharness.runner.cellstate import CellRun, CellStopped
+from evalharness.runner.progress import Progress
+from evalharness.serving.engines import Engine
+
+
+def throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, alive) -> None:
+    assert matrix.throughput is not None
+    state.phase = "throughput"
+    plan = state.plan
+    for scenario in matrix.throughput.scenarios:
+        state.enter(f"throughput:{scenario.name}", progress)
+        client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
+                            timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
+                            tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after,
+                            prompts=load_source(scenario.prompts))
+        before: dict[str, Any] = {}
+        log_from = [0]
+
+        def read_counters() -> None:
+            # after the warm-up: the engine's before/after delta (and SGLang's flush) covers the measured requests only
+            with httpx.Client(timeout=10.0) as http:
+                before.update(engine.before_load(http, plan))
+            log_from[0] = log_size(state.log_path)  # the engine's own log lines of the measured requests start here
+
+        result = run_scenario(client, name=scenario.name, concurrency=scenario.concurrency,
+                              request_rate=scenario.request_rate, input_len=scenario.input_len,
+                              output_len=scenario.output_len, requests=scenario.requests,
+                              duration_s=scenario.duration_s, warmup=scenario.warmup_requests,
+                              after_warmup=read_counters, repeats=scenario.repeats,
+                              processes=scenario.client_processes)
+        state.throughput.append(result)
+        if not alive():
+            raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
+        with httpx.Client(timeout=10.0) as http:
+            result.engine = engine.after_load(http, plan, before)
+        result.engine.update(server_vs_client(engine.scenario_log_summary(read_log_from(state.log_path, log_from[0])),
+                                              result.output_tok_s))
+        failed = sum(result.errors.values())
+        judge_requests(matrix, state, f"throughput {scenario.name}", RequestTally(
+            requests=result.requests, failed=failed, kinds=dict(result.errors), hung=client.hung), alive)
+
+
+def log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def read_log_from(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+DISAGREE_FRACTION = 0.05  # server- and client-side throughput further apart than this are flagged
+
+
+def server_vs_client(summary: dict[str, Any], client_tok_s: float) -> dict[str, Any]:
+    """The engine's own throughput lines over a scenario next to the client's figure (pure): flagged when the server's
+    median generation throughput and the client's output tokens/s differ by more than DISAGREE_FRACTION."""
+    server = summary.get("server_gen_tok_s_median")
+    if not server or not client_tok_s:
+        return summary
+    ratio = server / client_tok_s
+    return {**summary, "server_client_ratio": round(ratio, 3),
+            "throughput_disagreement": abs(ratio - 1) > DISAGREE_FRACTION}
+
+
+DYING_GRACE_S = 5.0  # an engine whose requests all fail is often on its way out: its exit takes a moment to show
+
+
+def judge_requests(matrix: Matrix, state: CellRun, phase: str, tally: RequestTally, alive) -> None:
+    """Record a phase's requests; when too many failed, mark the cell and stop it (what it measured is kept). A
+    server that exits within a few seconds of such a phase died in it: that is a crash, not request errors."""
+    state.requests[phase] = tally
+    verdict = judge_tally(phase, tally, matrix.requests.max_error_rate)
+    if verdict is None:
+        return
+    deadline = time.monotonic() + DYING_GRACE_S
+    while time.monotonic() < deadline:
+        if not alive():
+            raise ServerDied(f"the server exited during {phase}")
+        time.sleep(0.2)
+    state.status, state.reason = verdict
+    raise CellStopped(phase)
+
+
+def probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id: str, alive) -> None:
+    state.enter("probes", progress)
+    state.phase = "probes"
+    probe_set = load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
+    begin = time.monotonic()
+    outputs, tally = ask_all(state.plan.base_url, state.plan.served_model_name, probe_set, matrix.probes.max_tokens,
+                             matrix.timeouts.request_s, matrix.probes.concurrency, retries=matrix.requests.retries,
+                             hung_after=matrix.requests.hung_after,
+                             chat_template_kwargs=matrix.probes.chat_template_kwargs)
+    if not alive():
+        raise ServerDied("the server exited during the probes")
+    save_probe_outputs(state.cell_dir / "probes.jsonl", outputs)
+    reference = {} if state.cell.id == reference_id else load_probe_outputs(
+        state.run_dir / "cells" / reference_id / "probes.jsonl")
+    summary = judge_outputs(outputs, probe_set, reference, matrix.probes.garbage_min_share,
+                            matrix.probes.garbage_min_excess, time.monotonic() - begin)
+    state.probes = summary
+    judge_requests(matrix, state, "probes", tally, alive)
+    if summary.total == 0:
+        raise RuntimeError(f"every probe request failed: {outputs[0].error}")
+    if summary.garbage:
+        state.status, state.reason = "garbage", summary.reason
+
+
+def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) -> None:
+    quality = matrix.quality
+    assert quality is not None
+    state.enter("quality", progress)
+    state.phase = "quality"
+    run_quality(
+        quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
+        include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
+        include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=quality.concurrency,
+        limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
+        retries=quality.retries, done=state.quality,
+        per_task=lambda task: {**quality.settings_for(task),
+                               "data": quality.data[task].model_dump() if task in quality.data else None},
+    )
+    failed = [t.task for t in state.quality if t.error]
+    if failed and state.status == "ok":
+        if len(failed) == len(state.quality):
+            state.status = "error"
+        state.reason = f"quality tasks failed after retries: {', '.join(failed)}"
