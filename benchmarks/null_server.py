@@ -200,23 +200,7 @@ class NullServer:
         """As fast as it can: the same bytes as the paced path, rendered once per shape and written `burst` events
         at a time, so that the server costs far less per token than any client (the capacity benchmark needs the
         client to be the bottleneck)."""
-        key = (total, prompt_tokens, chat, continuous, final_usage)
-        writes = self._rendered.get(key)
-        if writes is None:
-            events = []
-            for sent in range(1, total + 1):
-                text = f" tok{sent - 1}"
-                choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
-                chunk: dict = {"object": "chat.completion.chunk" if chat else "text_completion", "choices": [choice]}
-                if continuous:
-                    chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": sent}
-                events.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-            if final_usage:
-                final = {"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": total}}
-                events.append(b"data: " + json.dumps(final).encode() + b"\n\n")
-            events.append(b"data: [DONE]\n\n")
-            writes = [b"".join(events[i:i + self.burst]) for i in range(0, len(events), self.burst)]
-            self._rendered[key] = writes
+        writes = self._render(total, prompt_tokens, chat, continuous, final_usage, self.burst)
         record["first"] = time.monotonic()
         for data in writes:
             await response.write(data)

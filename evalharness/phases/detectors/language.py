@@ -110,17 +110,9 @@ def fit(words: list[str], lang: str) -> float:
 
 def plausibility(words: list[str]) -> tuple[float, str]:
     """The mean log P(next letter | letter) of the words under the language whose bigrams fit them best."""
-    best, best_lang = -99.0, ""
-    for lang, table in _bigrams().items():
-        total, count = 0.0, 0
-        for word in words:
-            padded = f" {word} "
-            for a, b in zip(padded, padded[1:]):
-                total += table.get(a + b, UNSEEN)
-                count += 1
-        if count and total / count > best:
-            best, best_lang = total / count, lang
-    return best, best_lang
+    if not words:
+        return -99.0, ""
+    return max(((fit(words, lang), lang) for lang in _bigrams()), key=lambda scored: scored[0])  # first best on ties
 
 
 def english_share(words: list[str]) -> float:
