@@ -35,14 +35,7 @@ def write_plot(run: RunResult, path: Path) -> bool:
         ax.annotate(label, (p.throughput, p.drift), textcoords="offset points", xytext=(5, 5), fontsize=7)
     ax.set_xlabel(f"output tokens/s ({scenario})")
     ax.set_ylabel("accuracy drop vs reference" if measure == "accuracy" else "mean KL divergence vs reference")
-    ax.axhline(0, color="#cccccc", linewidth=0.8)
-    ax.margins(x=0.25, y=0.15)  # room for the labels
-    ax.set_title(f"{run.meta.matrix_name}: throughput against drift (lower right is better)")
-    ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    return _finish(fig, ax, f"{run.meta.matrix_name}: throughput against drift (lower right is better)", path)
 
 
 def write_compare_plot(base: RunResult, head: RunResult, path: Path) -> bool:
@@ -75,11 +68,18 @@ def write_compare_plot(base: RunResult, head: RunResult, path: Path) -> bool:
     ax.set_xlabel(f"output tokens/s ({chart.scenario})")
     ax.set_ylabel("accuracy drop vs the run's reference" if chart.measure == "accuracy"
                   else "mean KL divergence vs the run's reference")
+    return _finish(fig, ax, f"{head.meta.matrix_name}: base -> head (lower right is better)", path)
+
+
+def _finish(fig, ax, title: str, path: Path) -> bool:
+    """What every chart ends with: the zero-drift line, room for the labels, title, legend, the file written."""
     ax.axhline(0, color="#cccccc", linewidth=0.8)
-    ax.margins(x=0.25, y=0.15)
-    ax.set_title(f"{head.meta.matrix_name}: base -> head (lower right is better)")
+    ax.margins(x=0.25, y=0.15)  # room for the labels
+    ax.set_title(title)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
+    import matplotlib.pyplot as plt
+
     plt.close(fig)
     return True
