@@ -171,10 +171,15 @@ def test_throughput_matches_the_truth_whatever_the_chunking(null_server, k, sour
     # events that land in one read are one arrival, so a client may see larger chunks, never smaller (how often it
     # keeps up with the server is a matter of speed: benchmarks/client_capacity.py measures that, not a test)
     assert result.tokens_per_chunk >= k
-    # 200 tokens/s per request is 5 ms per token, whatever the number of tokens per chunk
-    assert result.itl_s.mean == pytest.approx(0.005, rel=request_rel), lateness.worst_s
-    assert result.tpot_s.p50 == pytest.approx(0.005, rel=request_rel), lateness.worst_s
-    assert result.request_decode_tok_s.p50 == pytest.approx(200, rel=request_rel), lateness.worst_s
+    # 200 tokens/s per request is 5 ms per token, whatever the number of tokens per chunk; the server paces on its
+    # own clock and may be late too on a busy machine, so the truth is the time per token it really took (first to
+    # last chunk, on its clock), which is 5 ms on a quiet one
+    per_token = sorted((r["last"] - r["first"]) / (r["tokens"] - k) for r in truth["per_request"])
+    true_tpot = per_token[len(per_token) // 2]
+    assert true_tpot == pytest.approx(0.005, rel=0.5)
+    assert result.itl_s.mean == pytest.approx(sum(per_token) / len(per_token), rel=request_rel), lateness.worst_s
+    assert result.tpot_s.p50 == pytest.approx(true_tpot, rel=request_rel), lateness.worst_s
+    assert result.request_decode_tok_s.p50 == pytest.approx(1 / true_tpot, rel=request_rel), lateness.worst_s
     assert result.token_sources == {source: 12}
 
 

@@ -10,7 +10,7 @@ two of them. The cell's verdict then compares its share of marked samples with t
 model loops on some prompts in every configuration.
 
 Modules: base (sample, finding, text structure), repetition, language (BPE markers, letter salad, mixed scripts),
-classic (symbols, characters, empty, never stops, script mismatch, reference), verdict (judge, same_answer, cells).
+nonwords (reversed text, glued words, no content), classic (symbols, characters, empty, never stops, script mismatch, reference), verdict (judge, same_answer, cells).
 """
 
 from evalharness.phases.detectors.base import Finding, Sample, SampleVerdict

@@ -81,7 +81,7 @@ MAX_WORDS = 400  # enough to judge; keeps a 10,000-word answer fast
 IDENTIFIER = re.compile(r"[_\d@(]|://|\w\.\w")  # snake_case, digits, e-mail, calls, URLs, dotted names
 
 
-def _words(text: str, min_len: int = 2, fold_case: bool = True) -> list[str]:
+def prose_words(text: str, min_len: int = 2, fold_case: bool = True) -> list[str]:
     """Words of prose in the scripts the tables cover; identifiers (camelCase, snake_case, ALLCAPS, words with digits),
     URLs and inline code are left out, since they are not meant to be dictionary words."""
     text = "\n".join(line for line in prose(text).splitlines() if not is_code_line(line))
@@ -115,14 +115,15 @@ def plausibility(words: list[str]) -> tuple[float, str]:
     return max(((fit(words, lang), lang) for lang in _bigrams()), key=lambda scored: scored[0])  # first best on ties
 
 
+def is_english(word: str) -> bool:
+    """An English word, or an English word plus a common suffix (folded, as `fold` writes it)."""
+    english = _english()
+    return word in english or any(word.endswith(s) and word[: -len(s)] in english for s in ("s", "es", "ed", "ing", "ly"))
+
+
 def english_share(words: list[str]) -> float:
     """The share of words that are English words (or an English word plus a common suffix)."""
-    english = _english()
-    known = 0
-    for word in words:
-        if word in english or any(word.endswith(s) and word[: -len(s)] in english for s in ("s", "es", "ed", "ing", "ly")):
-            known += 1
-    return known / max(1, len(words))
+    return sum(map(is_english, words)) / max(1, len(words))
 
 
 SALAD_MIN_WORDS = 6
@@ -134,11 +135,11 @@ SALAD_ENGLISH_MARGIN = 0.0  # "about as well": English's fit within this many na
 def letter_salad(sample: Sample) -> Finding | None:
     """Keyboard mash or token salad: words whose letter sequences no language in the tables writes, or, in text whose
     letters look English, mostly non-words."""
-    words = _words(sample.output)
+    words = prose_words(sample.output)
     if len(words) < SALAD_MIN_WORDS:
         return None
     # words the prompt or the reference cell's answer use too are names and terms the user or the reference brought up
-    context = frozenset(_words(sample.prompt or "") + _words(sample.reference_output or ""))
+    context = frozenset(prose_words(sample.prompt or "") + prose_words(sample.reference_output or ""))
     words_out = [w for w in words if w not in context] if context else words
     if len(words_out) < SALAD_MIN_WORDS:
         return None  # what is left beyond the context's own words is too little to judge
@@ -163,6 +164,7 @@ FUNCTION_WORDS = frozenset(
     "his she her it its we us our they them their this that these those there here what which who whom when where why "
     "how all some any each more most other such only also just very too up out over after before while because".split())
 SALAD_MIN_TOKENS = 8
+SALAD_SHORT_TOKENS = 5  # from here to SALAD_MIN_TOKENS, no function word at all is a soft finding
 # structure whose words carry no syntax: HTML tags, list bullets and numbers, 'Key: value' lines, reST directives
 TAG = re.compile(r"</?[A-Za-z][^>]*>")
 LIST_ITEM = re.compile(r"^\s*([-*+•]|\d+[.)])\s+.*$")
@@ -179,19 +181,32 @@ def word_salad(sample: Sample) -> Finding | None:
     # proper nouns are no syntax: a list of names has few function words too ('Leonardo da Vinci, Vincent van Gogh')
     sentences = "\n".join(LIST_ITEM.sub("", TAG.sub(" ", line)) for line in sample.output.splitlines()
                           if not (KEY_VALUE.match(line) or line.lstrip().startswith(".. ")))
-    raw = [w for w in _words(sentences, min_len=1, fold_case=False) if w.islower() or w.lower() in FUNCTION_WORDS]
-    tokens = [fold(w) for w in raw]
-    if len(tokens) < SALAD_MIN_TOKENS:
+    all_words = prose_words(sentences, min_len=1, fold_case=False)
+    raw = [w for w in all_words if w.islower() or w.lower() in FUNCTION_WORDS]
+    if len(raw) < SALAD_MIN_TOKENS:
+        # a few words with no syntax at all is a terse answer or a short list, unless something else is wrong too
+        tokens = [fold(w) for w in all_words]
+        if SALAD_SHORT_TOKENS <= len(tokens) and not any(t in FUNCTION_WORDS for t in tokens) and _english_like(tokens):
+            return Finding(detector="word_salad", strength="soft",
+                           evidence=f"{len(tokens)} words, no function word: {clip(' '.join(tokens), 60)!r}")
         return None
-    words = [t for t in tokens if len(t) >= 2]
-    if english_share(words) < SALAD_VOCABULARY_SHARE and plausibility(words)[1] != "en":
+    tokens = [fold(w) for w in raw]
+    if not _english_like(tokens):
         return None
     share = sum(t in FUNCTION_WORDS for t in tokens) / len(tokens)
     diverse = len(set(tokens)) / len(tokens)  # sampled tokens rarely recur; lists, markup and code repeat their names
-    if share < SALAD_FUNCTION_SHARE and diverse >= SALAD_DIVERSITY:
-        return Finding(detector="word_salad", strength="hard",
+    if share < SALAD_FUNCTION_SHARE:
+        # repeated names are what lists and markup do, and what salad that loops on itself does: soft
+        strength = "hard" if diverse >= SALAD_DIVERSITY else "soft"
+        return Finding(detector="word_salad", strength=strength,
                        evidence=f"{share:.0%} of {len(tokens)} words are function words: {clip(' '.join(tokens), 60)!r}")
     return None
+
+
+def _english_like(tokens: list[str]) -> bool:
+    """The words are English vocabulary (else the text is in another language and has its own function words)."""
+    words = [t for t in tokens if len(t) >= 2]
+    return english_share(words) >= SALAD_VOCABULARY_SHARE or plausibility(words)[1] == "en"
 
 
 # Scripts that write without spaces, or glue particles to Latin words ("Python을", "使用Python"): Latin next to them

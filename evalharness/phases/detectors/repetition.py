@@ -168,7 +168,8 @@ def glued_repeat(sample: Sample) -> Finding | None:
 
 
 def phrase_repeat(sample: Sample) -> Finding | None:
-    """One phrase of four or more words repeated so often that it fills half of the answer (a decoding loop)."""
+    """One phrase of four or more words repeated so often that it fills half of the answer (a decoding loop). Healthy
+    small models loop too, so this is soft, unless the reference cell answered the same prompt without looping."""
     words = [w.lower() for w in WORD.findall(sample.output)]
     if len(words) < 16:
         return None
@@ -176,8 +177,11 @@ def phrase_repeat(sample: Sample) -> Finding | None:
         counts = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
         phrase, times = counts.most_common(1)[0]
         if times >= 3 and times * n >= 0.5 * len(words):
-            return Finding(detector="phrase_repeat", strength="soft",
-                           evidence=f"{' '.join(phrase)!r} x{times} ({times * n}/{len(words)} words)")
+            evidence = f"{' '.join(phrase)!r} x{times} ({times * n}/{len(words)} words)"
+            if sample.reference_output is not None and phrase_repeat(Sample(output=sample.reference_output)) is None:
+                # the reference cell answered the same prompt without a loop: this loop is the cell's own
+                return Finding(detector="phrase_repeat", strength="hard", evidence=f"{evidence}; the reference does not loop")
+            return Finding(detector="phrase_repeat", strength="soft", evidence=evidence)
     return None
 
 
