@@ -27,12 +27,16 @@ def write_plot(run: RunResult, path: Path) -> bool:
         d = run.cells[p.cell].drift
         if measure == "accuracy" and d is not None and d.ci_low is not None and d.ci_high is not None:
             ax.plot([p.throughput, p.throughput], [-d.ci_high, -d.ci_low], color="#bbbbbb", linewidth=3, zorder=1)
+        if p.low is not None and p.high is not None:  # the repeats' range of tok/s as a horizontal bar
+            ax.plot([p.low, p.high], [p.drift, p.drift], color="#bbbbbb", linewidth=3, zorder=1)
     ax.scatter([p.throughput for p in others], [p.drift for p in others], color="#999999", label="dominated")
     ax.scatter([p.throughput for p in front], [p.drift for p in front], color="#d62728", label="Pareto front", zorder=3)
     ax.plot([p.throughput for p in front], [p.drift for p in front], color="#d62728", linewidth=1)
-    for p in points:
+    for rank, p in enumerate(sorted(points, key=lambda p: p.throughput)):
         label = p.cell + (" (reference)" if p.cell == run.reference else "")
-        ax.annotate(label, (p.throughput, p.drift), textcoords="offset points", xytext=(5, 5), fontsize=7)
+        # cells of similar speed and drift would print their labels over each other: stagger them
+        ax.annotate(label, (p.throughput, p.drift), textcoords="offset points", xytext=(5, 5 + 11 * (rank % 3)),
+                    fontsize=7)
     ax.set_xlabel(f"output tokens/s ({scenario})")
     ax.set_ylabel("accuracy drop vs reference" if measure == "accuracy" else "mean KL divergence vs reference")
     return _finish(fig, ax, f"{run.meta.matrix_name}: throughput against drift (lower right is better)", path)
