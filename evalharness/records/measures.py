@@ -52,6 +52,9 @@ class ScenarioResult(BaseModel):
     # (those used random words)
     prompts: str | None = None
     repeat_tok_s: list[float] = []  # output tok/s of each repeat when the scenario ran more than once (mean above)
+    # the engine's per-request speculative figures summed over the measured requests that carried them (SGLang's
+    # spec_tokens_details): {"requests", "completion_tokens", "verify_calls"}; {} when the engine sent none
+    request_spec: dict[str, int] = {}
 
     def tok_s_range(self) -> tuple[float, float] | None:
         """(lowest, highest) output tok/s over the repeats: the noise bar; None with fewer than two repeats."""

@@ -38,6 +38,13 @@ def throughput_rows(scenarios: list[ScenarioResult], label: str = "") -> list[li
             spec_text = f"{since_start:.2f} since startup (not reset)"
         if spec is None and sc.engine.get("spec_unavailable"):  # no figure rather than a wrong one, and why
             spec_text = "no figure: " + md_text(sc.engine["spec_unavailable"], 160)
+        elif spec is not None and sc.engine.get("spec_source", "").startswith("per-request"):
+            # the measured requests' own details; what the counters said beside it, when it is not the same
+            spec_text += " per request"
+            if sc.engine.get("spec_disagreement"):
+                spec_text += "; **counters disagree**: " + md_text(sc.engine["spec_disagreement"], 160)
+            elif sc.engine.get("spec_unavailable"):
+                spec_text += "; counters: no figure: " + md_text(sc.engine["spec_unavailable"], 160)
         errors = ", ".join(f"{k} {v}" for k, v in sc.errors.items())
         itl = ITL_INTERPOLATED if sc.itl_interpolated() else ""
         repeats = f" ×{len(sc.repeat_tok_s)}" if len(sc.repeat_tok_s) > 1 else ""

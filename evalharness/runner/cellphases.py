@@ -16,6 +16,7 @@ from evalharness.phases.quality import SHIPPED_TASKS, run_quality
 from evalharness.phases.retries import ServerDied, judge_tally
 from evalharness.phases.throughput.client import LoadClient, run_scenario
 from evalharness.phases.throughput.prompts import load_source
+from evalharness.phases.throughput.stats import acceptance_crosscheck
 from evalharness.records.cellfiles import load_probe_outputs, save_probe_outputs
 from evalharness.records.measures import RequestTally
 from evalharness.runner.cellstate import CellRun, CellStopped
@@ -32,7 +33,7 @@ def throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: P
         client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
                             timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
                             tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after,
-                            prompts=load_source(scenario.prompts))
+                            prompts=load_source(scenario.prompts), extra_body=engine.load_request_extras)
         before: dict[str, Any] = {}
         log_from = [0]
 
@@ -53,6 +54,7 @@ def throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: P
             raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
         with httpx.Client(timeout=10.0) as http:
             result.engine = engine.after_load(http, plan, before)
+        result.engine.update(acceptance_crosscheck(result.engine, result.request_spec, result.completed))
         result.engine.update(server_vs_client(engine.scenario_log_summary(read_log_from(state.log_path, log_from[0])),
                                               result.output_tok_s))
         failed = sum(result.errors.values())

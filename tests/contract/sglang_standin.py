@@ -222,6 +222,25 @@ class Server:
                     chunk["usage"] = {"prompt_tokens": 8, "completion_tokens": done, "total_tokens": 8 + done}
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.finish(n_tokens, verifies)
+            if body.get("return_spec_tokens_details") and verifies:
+                # sglang/srt/entrypoints/openai/serving_chat.py (and serving_completions.py): after the finish chunk,
+                # a response-level chunk, choices [], sglext.spec_tokens_details built from meta_info by
+                # entrypoints/openai/utils.py: spec_tokens_details_from_meta_info; the figures are
+                # managers/tokenizer_manager.py's (accept_length = completion_tokens / spec_verify_ct, proposed =
+                # verify_ct * (num_draft_tokens - 1), correct drafts exclude the bonus token)
+                drafts = int(self.args.get("--speculative-num-draft-tokens") or 4)
+                correct = n_tokens - 1 - verifies
+                details = {"spec_accept_rate": correct / (verifies * (drafts - 1)),
+                           "spec_accept_length": n_tokens / verifies, "spec_cap_length": 0.0,
+                           "spec_block_accept_length": 0.0, "spec_num_correct_drafts": correct,
+                           "spec_num_proposed_drafts": verifies * (drafts - 1), "spec_verify_ct": verifies,
+                           "spec_correct_drafts_histogram": [], "spec_cap_lens_histogram": []}
+                ext = {"routed_experts": None, "cached_tokens_details": None, "spec_tokens_details": details,
+                       "input_ids": None, "output_ids": None}
+                chunk = {"id": "x", "object": "chat.completion.chunk" if chat else "text_completion",
+                         "created": int(time.time()), "model": body.get("model"), "choices": [], "usage": None,
+                         "sglext": ext}
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
             if options.get("include_usage"):  # the final usage chunk, choices []
                 usage = {"prompt_tokens": 8, "completion_tokens": n_tokens, "total_tokens": 8 + n_tokens}
                 await response.write(f"data: {json.dumps({'id': 'x', 'choices': [], 'usage': usage})}\n\n".encode())
@@ -257,6 +276,11 @@ class Server:
         # metrics_collector.py: observe_one_finished_request (counters move when a request finishes)
         self.totals["generation_tokens"] += tokens
         self.totals["spec_verify_calls"] += verifies
+        if os.environ.get("STANDIN_FOREIGN_TRAFFIC") and verifies:
+            # a fault: another client's speculative request finished too (the counters are server-wide,
+            # metrics_collector.py), one token per verify step
+            self.totals["generation_tokens"] += 64
+            self.totals["spec_verify_calls"] += 64
         if os.environ.get("STANDIN_TRUTH"):
             with open(os.environ["STANDIN_TRUTH"], "a") as f:
                 f.write(json.dumps({"tokens": tokens, "verifies": verifies, "t": time.time()}) + "\n")

@@ -78,8 +78,14 @@ def test_a_ready_sglang_cell_reports_memory_versions_acceptance_and_a_launcher_t
     assert facts["versions"]["sglang"] == "0.5.23"
     # acceptance: the counters' delta over exactly the 6 measured requests (not the 2 warm-up ones)
     [scenario] = on["throughput"]
-    assert scenario["engine"]["spec_mean_acceptance_length"] == pytest.approx(measured_truth(truth, 6))
-    assert scenario["engine"]["spec_source"] == "metrics delta"
+    # and cross-checked with each measured request's own spec_tokens_details (asked for with
+    # return_spec_tokens_details): the same figure, so the counters agree
+    engine = scenario["engine"]
+    assert engine["spec_mean_acceptance_length"] == pytest.approx(measured_truth(truth, 6))
+    assert engine["spec_counters_acceptance_length"] == pytest.approx(measured_truth(truth, 6))
+    assert engine["spec_acceptance_length_per_request"] == pytest.approx(measured_truth(truth, 6))
+    assert engine["spec_requests_with_details"] == 6 and "spec_disagreement" not in engine
+    assert engine["spec_source"] == "per-request details (counters agree)"
     assert off["throughput"][0]["engine"].get("spec_mean_acceptance_length") is None
     assert scenario["engine"]["server_decode_lines"] >= 1 and scenario["engine"]["server_cuda_graph"] == "on"
     # the launch command (random port) and startup times are never settings
@@ -102,10 +108,25 @@ def test_a_refused_flush_gives_no_acceptance_figure_and_says_why(tmp_path):
   nextn:
     "on": {args: {--speculative-algorithm: NEXTN}, env: {STANDIN_PHANTOM: "1"}}""")
     [scenario] = cells["nextn-on"]["throughput"]
-    assert "spec_mean_acceptance_length" not in scenario["engine"]
     assert scenario["engine"]["spec_unavailable"].startswith(
         "/flush_cache answered 400 (Timed out waiting for idle state.)")
-    assert "no figure: /flush\\_cache answered 400" in (out / "report.md").read_text()
+    assert "spec_counters_acceptance_length" not in scenario["engine"]
+    # the counters give no figure; the measured requests' own details still do, and the report says both
+    assert scenario["engine"]["spec_source"] == "per-request details"
+    assert "counters: no figure: /flush\\_cache answered 400" in (out / "report.md").read_text()
+
+
+def test_counters_that_count_other_requests_are_flagged_and_the_requests_own_figure_is_shown(tmp_path):
+    truth = tmp_path / "truth.jsonl"
+    _, cells, out = run_matrix(tmp_path, f"""\
+  nextn:
+    "on": {{args: {{--speculative-algorithm: NEXTN}},
+            env: {{STANDIN_FOREIGN_TRAFFIC: "1", STANDIN_TRUTH: {json.dumps(str(truth))}}}}}""")
+    engine = cells["nextn-on"]["throughput"][0]["engine"]
+    assert engine["spec_mean_acceptance_length"] == pytest.approx(measured_truth(truth, 6))
+    assert engine["spec_counters_acceptance_length"] < 0.9 * engine["spec_mean_acceptance_length"]
+    assert "other requests ran on the server" in engine["spec_disagreement"]
+    assert "**counters disagree**" in (out / "report.md").read_text()
 
 
 def test_server_and_client_throughput_that_disagree_are_flagged(tmp_path):

@@ -236,6 +236,7 @@ class _FinishedRequestsEngine:
     null server's own count of the requests it finished, read before and after a scenario."""
 
     name = "null"
+    load_request_extras: dict = {}
 
     @staticmethod
     def _finished(client, plan):

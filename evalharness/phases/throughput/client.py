@@ -28,11 +28,13 @@ class LoadClient:
 
     def __init__(self, base_url: str, model: str, *, api: str = "completions", timeout_s: float = 300.0,
                  ignore_eos: bool = True, tokenize_url: str | None = None, hung_after: int | None = None,
-                 prompts: PromptSource | None = None):
+                 prompts: PromptSource | None = None, extra_body: dict[str, Any] | None = None):
         self.prompts = prompts or PromptSource("random")  # natural text is the scenarios' default (prompts.py)
         # what a client process of a sharded scenario needs to build the same client (shards.py)
         self.settings = dict(base_url=base_url, model=model, api=api, timeout_s=timeout_s, ignore_eos=ignore_eos,
-                             tokenize_url=tokenize_url, hung_after=hung_after, prompts=self.prompts)
+                             tokenize_url=tokenize_url, hung_after=hung_after, prompts=self.prompts,
+                             extra_body=extra_body)
+        self.extra_body = dict(extra_body or {})  # engine-specific request fields (Engine.load_request_extras)
         self.shards_hung = False
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -55,6 +57,7 @@ class LoadClient:
             body["messages"] = [{"role": "user", "content": prompt}]
         else:
             body["prompt"] = prompt
+        body.update(self.extra_body)
         return body
 
     async def one(self, http: StreamClient, prompt: str, output_len: int) -> RequestRecord:

@@ -31,6 +31,7 @@ class RequestRecord:
     completion_tokens: int | None = None  # from the final usage
     prompt_tokens: int | None = None
     token_source: str = "usage"
+    spec_verify_ct: int | None = None  # SGLang's own count of this request's verify steps (sglext.spec_tokens_details)
 
 
 _COMPLETION_KEY = b'"completion_tokens":'
@@ -134,6 +135,12 @@ def _ingest_lines(record: RequestRecord, stream: StreamState, block: bytes, now:
             message = error.get("message") if isinstance(error, dict) else error
             stream.error = f"stream_error: {str(message)[:200]}"
             break
+        ext = event.get("sglext")
+        if isinstance(ext, dict) and ext.get("spec_tokens_details"):
+            details = ext["spec_tokens_details"]  # one object, or a list when n > 1
+            details = details[0] if isinstance(details, list) else details
+            if isinstance(details, dict) and isinstance(details.get("spec_verify_ct"), int):
+                record.spec_verify_ct = details["spec_verify_ct"]
         usage = event.get("usage")
         count = usage.get("completion_tokens") if usage else None
         text = None

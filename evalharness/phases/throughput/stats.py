@@ -16,6 +16,8 @@ speed itself, and timing one gap per chunk overstates inter-token latency by the
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalharness.phases.throughput.sse import RequestRecord
 from evalharness.records.measures import ScenarioResult, percentiles
 
@@ -96,6 +98,9 @@ def summarize(name: str, records: list[RequestRecord], *, concurrency: int | Non
             if tpot is not None:
                 tpots.append(tpot)
                 decode_rates.append(rate)
+    spec = [r for r in done if r.spec_verify_ct and r.completion_tokens]
+    request_spec = {"requests": len(spec), "completion_tokens": sum(r.completion_tokens or 0 for r in spec),
+                    "verify_calls": sum(r.spec_verify_ct or 0 for r in spec)} if spec else {}
     if records:
         span = max(r.end for r in records) - min(r.start for r in records)
     else:
@@ -107,5 +112,34 @@ def summarize(name: str, records: list[RequestRecord], *, concurrency: int | Non
         output_tok_s=output_tokens / span if span > 0 else 0.0,
         request_decode_tok_s=percentiles(decode_rates), ttft_s=percentiles(ttfts), tpot_s=percentiles(tpots),
         itl_s=percentiles(itls), e2e_s=percentiles(e2es), token_sources=sources,
-        tokens_per_chunk=output_tokens / chunks if chunks else None,
+        tokens_per_chunk=output_tokens / chunks if chunks else None, request_spec=request_spec,
     )
+
+
+SPEC_AGREEMENT = 0.02  # counters and per-request figures further apart than this: something else ran on the server
+
+
+def acceptance_crosscheck(engine: dict[str, Any], request_spec: dict[str, int], completed: int) -> dict[str, Any]:
+    """The engine's counters' acceptance length (a before/after delta) against the one its per-request details give
+    over exactly the measured requests (SGLang's formula, completion_tokens / spec_verify_ct,
+    sglang/srt/managers/tokenizer_manager.py). The per-request figure cannot count anyone else's requests, so where
+    every measured request carried it, it is the figure shown; the counters' figure stays beside it and a
+    disagreement is flagged (pure). Returns the keys to add to the scenario's engine figures."""
+    if not request_spec or not request_spec.get("verify_calls"):
+        return {}
+    per_request = request_spec["completion_tokens"] / request_spec["verify_calls"]
+    out: dict[str, Any] = {"spec_acceptance_length_per_request": per_request,
+                           "spec_requests_with_details": request_spec["requests"]}
+    if request_spec["requests"] < completed:
+        out["spec_details_missing"] = completed - request_spec["requests"]
+        return out  # a partial sum is no figure for the scenario; the counters' stays
+    counters = engine.get("spec_mean_acceptance_length")
+    if counters is not None and abs(counters - per_request) > SPEC_AGREEMENT * per_request:
+        out["spec_disagreement"] = (f"the counters' delta says {counters:.2f}, the measured requests' own details "
+                                    f"{per_request:.2f}: other requests ran on the server during the scenario")
+    if counters is not None:
+        out["spec_counters_acceptance_length"] = counters
+    out["spec_mean_acceptance_length"] = per_request
+    out["spec_source"] = "per-request details" + (" (counters agree)" if counters is not None and
+                                                   "spec_disagreement" not in out else "")
+    return out

@@ -34,6 +34,9 @@ class Engine(Protocol):
     # "launcher" SIGTERMs the launcher alone and lets it shut its children down (SGLang: its schedulers have no
     # SIGTERM handler and must be asked to release GPU memory by the launcher)
     terminate: str
+    # fields every measured request adds to its body: SGLang's per-request speculative figures
+    # (return_spec_tokens_details), the cross-check of its counters
+    load_request_extras: dict[str, Any]
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         """The argv, environment and URLs for one cell on one port (pure)."""

@@ -18,6 +18,7 @@ class ExternalEngine:
     name = "external"
     log_rules = LogRules()
     terminate = "group"  # never used: nothing is launched
+    load_request_extras: dict = {}
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         base = (matrix.base_url or "").rstrip("/")

@@ -60,6 +60,9 @@ class SglangEngine:
     name = "sglang"
     log_rules = LOG_RULES
     terminate = "launcher"  # SIGTERM to the launcher only, then the tree (see the module docstring)
+    # sglang/srt/entrypoints/openai/protocol.py (return_spec_tokens_details, SpecTokensDetails): each response ends
+    # with an `sglext.spec_tokens_details` event carrying the request's own spec_verify_ct
+    load_request_extras = {"return_spec_tokens_details": True}
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         plan = server_plan(matrix, cell, port, default_command=DEFAULT_COMMAND, model_flag="--model-path",

@@ -56,6 +56,7 @@ class VllmEngine:
     name = "vllm"
     log_rules = LOG_RULES
     terminate = "group"  # every vLLM process handles SIGTERM (the real-engine tests tear its tree down this way)
+    load_request_extras: dict = {}
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         # Keep vLLM's compile caches inside the run folder unless the matrix says otherwise, and never phone home.
