@@ -23,9 +23,13 @@ def test_a_clean_gpu_is_never_waited_for():
     assert refuse_if_gpu_held(None, None, wait_s=3600) == (None, None)
 
 
-@pytest.mark.parametrize("server,client,flagged", [(100.0, 100.0, False), (104.0, 100.0, False),
-                                                   (110.0, 100.0, True), (50.0, 100.0, True)])
-def test_server_and_client_throughput_compared(server, client, flagged):
-    got = server_vs_client({"server_gen_tok_s_median": server}, client)
-    assert got["throughput_disagreement"] is flagged and got["server_client_ratio"] == round(server / client, 3)
+@pytest.mark.parametrize("server,client,share,flagged", [
+    (100.0, 100.0, None, False), (108.0, 100.0, None, False), (115.0, 100.0, None, True), (50.0, 100.0, None, True),
+    # a fifth of each request was prefill: the client's 80 tok/s is 100 tok/s of decoding, as the server says
+    (100.0, 80.0, 0.8, False), (100.0, 80.0, None, True), (200.0, 80.0, 0.8, True),
+])
+def test_server_and_client_throughput_compared(server, client, share, flagged):
+    got = server_vs_client({"server_gen_tok_s_median": server}, client, share)
+    assert got["throughput_disagreement"] is flagged
+    assert got["server_client_ratio"] == round(server / (client / (share or 1.0)), 3)
     assert server_vs_client({}, client) == {}
