@@ -41,7 +41,8 @@ from evalharness.serving.host import free_port  # noqa: E402
 
 DRIVER_OURS = """
 import asyncio, json, resource, sys, time
-from evalharness.phases.throughput.client import LoadClient, run_loop
+from evalharness.phases.throughput.client import LoadClient
+from evalharness.phases.throughput.eventloop import run_loop
 from evalharness.phases.throughput.shards import run_sharded
 from evalharness.phases.throughput.stats import summarize
 url, c, n, L = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from evalharness.phases.retries import TimeoutStreak
+from evalharness.phases.throughput.eventloop import run_loop
 from evalharness.phases.throughput.prompts import PromptSource
 from evalharness.phases.throughput.shards import run_sharded
 from evalharness.phases.throughput.sse import RequestRecord, SSEReader, StreamState
@@ -175,13 +176,6 @@ class LoadClient:
             if self._tokenizer is not None:
                 self._tokenizer.close()
                 self._tokenizer = None
-
-
-def run_loop(coroutine):
-    """The client's event loop. Plain asyncio on purpose: uvloop (about 15% less CPU per token here) swallows an
-    exception raised by a signal handler ("Exception in callback Loop._read_from_self"), so Ctrl-C or SIGTERM during
-    a scenario would be lost instead of tearing the server down."""
-    return asyncio.run(coroutine)
 
 
 def run_scenario(client: LoadClient, *, name: str, concurrency: int | None, request_rate: float | None,

@@ -13,12 +13,12 @@ told; they ignore SIGINT (the parent handles Ctrl-C and terminates them), so an 
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import resource
 import signal
 from typing import Any
 
+from evalharness.phases.throughput.eventloop import run_loop
 from evalharness.phases.throughput.sse import RequestRecord
 
 
@@ -35,7 +35,7 @@ def _shard(conn, client_class: type, client_kwargs: dict[str, Any], run_kwargs: 
     if conn.recv() != "go":
         return
     before = resource.getrusage(resource.RUSAGE_SELF)
-    _, measured = asyncio.run(client.run(**run_kwargs))  # plain asyncio, as client.run_loop
+    _, measured = run_loop(client.run(**run_kwargs))
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     conn.send((measured, client.hung, cpu_s))
