@@ -73,7 +73,8 @@ def _server_throughput(run: RunResult) -> list[str]:
     if not rows:
         return []
     out = ["The server's own \"Decode batch\" lines during each measured scenario (every 40 decode steps), next to "
-           "the client's output tokens/s; more than 5% apart is flagged (the client's clock, the server's batch "
+           "the client's output tokens/s (single-stream: over decode time only, as the server counts; several "
+           "streams: as measured); more than 10% apart is flagged (the client's clock, the server's batch "
            "accounting, or requests the client did not send).", "",
            markdown_table(["cell", "scenario", "decode lines", "CUDA graph", "accept len (server)",
                            "gen tok/s (server, median)", "output tok/s (client)", "server/client", "max queue", ""],
