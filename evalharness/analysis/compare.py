@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from evalharness.analysis.drift import drift_between, refresh_drift
 from evalharness.analysis.gate import check, machine_warning, make_baseline, thresholds_for
+from evalharness.analysis.pareto import MIN_THROUGHPUT_CHANGE
 from evalharness.analysis.settings import SettingDifference, asked_names, resolved_differences
 from evalharness.analysis.stats import ratio_interval
 from evalharness.records.baseline import Thresholds
@@ -38,10 +39,6 @@ class CompareError(ResultsError):
     """Two folders that cannot be compared (exit 2): runs of different matrices."""
 
 
-# Repeats within one run spread less than runs do: the demo run twice on one machine, same code, eight minutes apart,
-# moved the bfloat16 single-stream figure by 3% (29.3 -> 28.3 tok/s) with three repeats each 29.2-29.5 and 28.1-28.5,
-# so the repeats' interval excluded 1. A ratio within this much of 1 is never called a change, whatever the interval.
-MIN_THROUGHPUT_CHANGE = 0.05
 
 
 class ScenarioChange(BaseModel):
@@ -54,7 +51,7 @@ class ScenarioChange(BaseModel):
     repeats: tuple[int, int] = (0, 0)
 
     def beyond_noise(self) -> bool:
-        """The repeats' interval excludes 1 and the change is larger than the drift between runs."""
+        """The repeats' interval excludes 1 and the change is larger than the drift between runs (pareto.py)."""
         return (self.ci_low is not None and self.ci_high is not None and (self.ci_high < 1 or self.ci_low > 1)
                 and self.ratio is not None and abs(self.ratio - 1) >= MIN_THROUGHPUT_CHANGE)
 

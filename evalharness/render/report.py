@@ -7,7 +7,8 @@ phases, serving, the runner or the command line.
 
 from __future__ import annotations
 
-from evalharness.analysis.pareto import pareto, ratio_to_reference, scenario_range, scenario_throughput
+from evalharness.analysis.pareto import (MIN_THROUGHPUT_CHANGE, pareto, ratio_to_reference, scenario_range,
+                                        scenario_throughput)
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, other_kind
@@ -157,8 +158,9 @@ def _noise_note(run: RunResult, scenario: str | None) -> str:
     repeats = {len(s.repeat_tok_s) for c in run.cells.values() for s in c.throughput if s.name == scenario}
     if repeats - {0, 1}:
         return (f" (mean of {max(repeats)} repeats, [lowest–highest] beside it; a cell is faster than another only "
-                "when its lowest repeat beats the other's highest, so the front and 'vs reference' ignore "
-                "differences within the noise)")
+                f"when its lowest repeat beats the other's highest and it is at least {MIN_THROUGHPUT_CHANGE:.0%} "
+                "faster (runs drift more than repeats spread), so the front and 'vs reference' ignore differences "
+                "within the noise)")
     return (" (measured once: no noise bar; differences of 10-20% are within run-to-run noise on a shared machine, "
             "set `repeats:` on the scenario to measure it)")
 

@@ -73,6 +73,9 @@ def test_faster_only_beyond_the_noise():
     assert not faster(12.0, (10.0, 14.0), 11.0, (9.0, 12.5))  # ranges overlap: within the noise
     assert faster(15.0, (14.0, 16.0), 11.0, (9.0, 12.5))
     assert not faster(12.0, (11.5, 13.0), 12.0, None)  # a single figure inside the range
+    # ranges apart but only 3% faster: within the drift between cells measured minutes apart
+    assert not faster(29.3, (29.2, 29.5), 28.4, (28.1, 28.5))
+    assert faster(29.3, (29.2, 29.5), 27.4, (27.1, 27.5))
 
 
 def test_a_cell_within_the_noise_is_not_on_the_front_by_speed_alone():
