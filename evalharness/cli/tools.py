@@ -16,22 +16,16 @@ def cmd_detect(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from evalharness.phases.detectors import Sample, judge
+    from evalharness.records.io import read_jsonl
 
     path = Path(args.file)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        return fail(f"{path}: cannot read: {exc}")
+        rows = read_jsonl(path, ValueError, reading="the outputs",
+                          expected='one JSON object per line with at least {"output": "..."}')
+    except ValueError as exc:
+        return fail(str(exc))
     samples = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            return fail(f"{path}:{number}: not a JSON object; each line needs at least {{\"output\": \"...\"}}")
+    for number, data in rows:
         if "output" not in data and "text" in data:
             data["output"] = data["text"]  # the detector corpus's lines (tests/data/detector_corpus.jsonl) as they are
         try:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from evalharness.phases.detectors import Sample, cell_verdict, judge, same_answer
 from evalharness.phases.openai_api import Endpoint
 from evalharness.phases.retries import RequestFailed, map_in_threads
+from evalharness.records.io import read_jsonl
 from evalharness.records.measures import ProbeOutput, ProbeSummary, RequestTally
 
 DEFAULT_PROBES = Path(__file__).resolve().parents[2] / "tasks" / "probes" / "default.jsonl"
@@ -35,15 +36,10 @@ class ProbeError(Exception):
 
 def load_probes(path: Path) -> list[Probe]:
     probes = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ProbeError(f"{path}: cannot read the probe prompts: {exc.strerror or exc}") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for number, data in read_jsonl(path, ProbeError, reading="the probe prompts",
+                                   expected='one probe per line, {"id": ..., "prompt": ...}'):
         try:
-            probes.append(Probe.model_validate_json(line))
+            probes.append(Probe.model_validate(data))
         except ValidationError as exc:
             first = exc.errors()[0]
             raise ProbeError(f"{path}:{number}: {'.'.join(map(str, first['loc'])) or 'line'}: {first['msg']}") from None

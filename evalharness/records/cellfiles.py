@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evalharness.records.io import ResultsError
+from evalharness.records.io import ResultsError, read_jsonl
 from evalharness.records.measures import ProbeOutput, Scored
 
 
@@ -46,22 +46,5 @@ SAMPLES_EXPECTED = "one JSON object per line, lm-eval's per-sample record (doc_i
 def load_samples(path: Path) -> list[dict]:
     """lm-eval's per-sample rows of one task, in file order. Raises CellFileError naming the file (and the line)
     when it is missing, unreadable or holds something else."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CellFileError(f"{path}: no such file; results.json names it as a task's samples, expected "
-                            f"{SAMPLES_EXPECTED}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CellFileError(f"{path}: cannot read the task's samples: {exc}") from None
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
-        if not isinstance(row, dict):
-            raise CellFileError(f"{path}:{number}: not a sample record; expected {SAMPLES_EXPECTED}")
-        rows.append(row)
-    return rows
+    return [row for _, row in read_jsonl(path, CellFileError, reading="the task's samples",
+                                          line_is="a sample record", expected=SAMPLES_EXPECTED)]

@@ -1,4 +1,5 @@
-"""results.json on disk: atomic writes and loading old runs.
+"""results.json on disk: atomic writes and loading old runs; and the one reader of JSONL inputs (probes, prompts,
+samples, `detect`), so each names its file and line the same way.
 
 results.json is rewritten after every cell through a temporary file, fsync and rename, so a kill at any moment leaves
 either the previous complete file or the new complete file, never a truncated one.
@@ -10,6 +11,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from pydantic import ValidationError
 
@@ -18,6 +20,31 @@ from evalharness.records.run import SCHEMA_VERSION, RunResult
 
 class ResultsError(Exception):
     """A results file that is missing, unreadable or not a run of this schema."""
+
+
+def read_jsonl(path: Path, error: Callable[[str], Exception], *, reading: str, line_is: str = "a JSON object",
+               expected: str) -> list[tuple[int, dict]]:
+    """The JSON objects of a JSONL file with their line numbers, blank lines skipped. Raises `error` with one line
+    naming the file: '{path}: no such file; expected ...', '{path}: cannot read {reading}: why', or
+    '{path}:{n}: not {line_is}; expected ...' for a line that is not a JSON object."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file; expected {expected}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read {reading}: {getattr(exc, 'strerror', None) or exc}") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise error(f"{path}:{number}: not {line_is}; expected {expected}")
+        rows.append((number, data))
+    return rows
 
 
 def atomic_write_text(path: Path, text: str) -> None:

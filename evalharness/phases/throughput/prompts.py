@@ -19,6 +19,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalharness.records.io import read_jsonl
+
 TASKS = Path(__file__).resolve().parents[3] / "tasks"
 NATURAL_CORPUS = TASKS / "throughput" / "natural.jsonl"
 RANDOM = "random"
@@ -55,18 +57,9 @@ class PromptSource:
 
 def _jsonl_texts(path: Path) -> list[str]:
     texts = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise PromptSourceError(f"{path}: cannot read the prompt file: {exc.strerror or exc}") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError:
-            raise PromptSourceError(f"{path}:{number}: not JSON") from None
-        text = data.get("prompt", data.get("text")) if isinstance(data, dict) else None
+    for number, data in read_jsonl(path, PromptSourceError, reading="the prompt file",
+                                   expected='one {"prompt": "..."} (or {"text": "..."}) per line'):
+        text = data.get("prompt", data.get("text"))
         if not isinstance(text, str) or not text.strip():
             raise PromptSourceError(f"{path}:{number}: each line needs a non-empty \"prompt\" (or \"text\") string")
         texts.append(text)
