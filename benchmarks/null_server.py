@@ -12,6 +12,10 @@ With --step-ms S it behaves like an engine's decode loop instead: every S millis
 next event, one socket write per event (what vLLM and SGLang do: one event per stream per step), from bytes rendered
 once per request shape so that the server stays cheap (one write per event, no JSON per event); 256 streams at a
 2.56 ms step is 100,000 events/s.
+
+With --measure-lag it also watches its own event loop (a 2 ms sleep, over and over) and reports the worst lateness in
+/truth as `worst_lag_s`: on a busy machine the server stamps arrivals and paces chunks late too, and a test comparing a
+client with this truth must allow for both processes' lateness. Off by default: the wake-ups cost CPU.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from aiohttp import web
 
 class NullServer:
     def __init__(self, tokens_per_chunk: int, token_rate: float, continuous_usage: bool, send_usage: bool,
-                 burst: int = 1, step_ms: float = 0.0):
+                 burst: int = 1, step_ms: float = 0.0, measure_lag: bool = False):
+        self.measure_lag = measure_lag
+        self.worst_lag_s = 0.0
         self.step_ms = step_ms
         self._stepping: list[list] = []  # [transport, writes, next index, done future, record] per running stream
         self._ticker: asyncio.Task | None = None
@@ -47,7 +53,18 @@ class NullServer:
         app.router.add_get("/truth", self.truth)
         app.router.add_post("/truth/reset", self.reset)
         app.router.add_post("/tokenize", self.tokenize)
+        if self.measure_lag:
+            app.on_startup.append(self._start_lag_watch)
         return app
+
+    async def _start_lag_watch(self, app: web.Application) -> None:
+        async def watch() -> None:
+            while True:
+                begin = time.monotonic()
+                await asyncio.sleep(0.002)
+                self.worst_lag_s = max(self.worst_lag_s, time.monotonic() - begin - 0.002)
+
+        app["lag_watch"] = asyncio.get_running_loop().create_task(watch())
 
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -65,10 +82,12 @@ class NullServer:
         tokens = sum(r["tokens"] for r in done)
         span = (max(r["last"] for r in done) - min(r["arrived"] for r in done)) if done else 0.0
         return web.json_response({"requests": len(done), "tokens": tokens, "span_s": span,
-                                  "output_tok_s": tokens / span if span else 0.0, "per_request": done})
+                                  "output_tok_s": tokens / span if span else 0.0, "per_request": done,
+                                  "worst_lag_s": self.worst_lag_s})
 
     async def reset(self, request: web.Request) -> web.Response:
         self.requests = []
+        self.worst_lag_s = 0.0
         return web.json_response({"ok": True})
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
@@ -220,9 +239,10 @@ def main() -> None:
     parser.add_argument("--no-usage", action="store_true", help="no usage at all (clients must tokenize)")
     parser.add_argument("--burst", type=int, default=1, help="chunks per write when --token-rate is 0")
     parser.add_argument("--step-ms", type=float, default=0.0, help="engine-like: one event per stream per step")
+    parser.add_argument("--measure-lag", action="store_true", help="report the server's own worst loop lateness")
     args = parser.parse_args()
     server = NullServer(args.tokens_per_chunk, args.token_rate, not args.no_continuous_usage, not args.no_usage,
-                        args.burst, args.step_ms)
+                        args.burst, args.step_ms, args.measure_lag)
     web.run_app(server.app(), host=args.host, port=args.port, print=None, access_log=None)
 
 
