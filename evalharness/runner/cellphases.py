@@ -18,7 +18,7 @@ from evalharness.phases.throughput.client import LoadClient, run_scenario
 from evalharness.phases.throughput.prompts import load_source
 from evalharness.phases.throughput.stats import acceptance_crosscheck
 from evalharness.records.cellfiles import load_probe_outputs, save_probe_outputs
-from evalharness.records.measures import RequestTally
+from evalharness.records.measures import RequestTally, ScenarioResult
 from evalharness.runner.cellstate import CellRun, CellStopped
 from evalharness.runner.progress import Progress
 from evalharness.serving.engines import Engine
@@ -83,7 +83,7 @@ def read_log_from(path: Path, offset: int) -> str:
 DISAGREE_FRACTION = 0.10
 
 
-def decode_share(result) -> float | None:
+def decode_share(result: ScenarioResult) -> float | None:
     """The share of a single-stream request's time spent decoding (after its first token): the client's output tok/s
     over the whole request includes prefill, which SGLang's "gen throughput" leaves out (pure). None with several
     streams, where one request's prefill overlaps the others' decoding and no such share applies."""
