@@ -4,9 +4,12 @@ cell. The pull-request view behind `evalharness compare BASE HEAD`.
 Cells are matched by id, then (for ids only one run has) by settings hash: an axis renamed in the pull request still
 pairs with its old self. Per matched cell: status transitions, accuracy paired per sample across the two runs (the
 same code as drift against the reference: analysis/drift.py, pairing.py and stats.py), throughput ratio per scenario
-(with an interval where scenarios were repeated), reasoning length and truncation where the records have them, warnings
-that came or went, and launch or resolved settings that changed. Pass or fail is the gate's own decision (gate.py)
-with the base run standing in for a baseline: noise is not a regression.
+(with a t interval of the log ratio where scenarios were repeated), reasoning length, truncation and empty answers
+paired per document (analysis/secondary.py), warnings that came or went, and launch or resolved settings that changed.
+A cell's accuracy is "changed beyond noise" only after multiplicity control: Holm over its tasks, then
+Benjamini-Hochberg across the cells (an unchanged 24-cell matrix would otherwise call some cell changed in most runs).
+Pass or fail is the gate's own decision (gate.py) with the base run standing in for a baseline: noise is not a
+regression.
 
 Reads records only.
 """
@@ -22,9 +25,10 @@ from evalharness.analysis.drift import drift_between, refresh_drift
 from evalharness.analysis.gate import check, machine_warning, make_baseline, thresholds_for
 from evalharness.analysis.pareto import MIN_THROUGHPUT_CHANGE
 from evalharness.analysis.settings import SettingDifference, asked_names, resolved_differences
-from evalharness.analysis.stats import ratio_interval
+from evalharness.analysis.secondary import secondary_changes
+from evalharness.analysis.stats import benjamini_hochberg, holm, log_ratio_interval
 from evalharness.records.baseline import Thresholds
-from evalharness.records.drift import CellDrift
+from evalharness.records.drift import CellDrift, SecondaryChange
 from evalharness.records.io import ResultsError
 from evalharness.records.measures import ScenarioResult, TaskScore
 from evalharness.records.provenance import machine_kind
@@ -56,15 +60,6 @@ class ScenarioChange(BaseModel):
                 and self.ratio is not None and abs(self.ratio - 1) >= MIN_THROUGHPUT_CHANGE)
 
 
-class TaskExtra(BaseModel):
-    """A per-task figure other than accuracy that a backend can change: reasoning length, share truncated."""
-
-    task: str
-    field: str
-    base: float | None = None
-    head: float | None = None
-
-
 class CellComparison(BaseModel):
     cell: str  # the head run's id (the base's when the cell is only in the base run)
     base_id: str | None = None  # the base run's id: another id when matched by settings hash
@@ -77,7 +72,8 @@ class CellComparison(BaseModel):
     launch: list[SettingDifference] = []  # flags and variables: reference = base, cell = head
     resolved: list[SettingDifference] = []
     accuracy: CellDrift | None = None  # the head cell against the base cell, paired per sample
-    extras: list[TaskExtra] = []
+    accuracy_p: float | None = None  # its no-difference p: Holm over its tasks, then BH across the cells
+    extras: list[SecondaryChange] = []  # truncation, empty answers, reasoning length: paired, with materiality
     scenarios: list[ScenarioChange] = []
     warnings: list[str] = []
     violations: list[str] = []
@@ -173,32 +169,25 @@ def scenario_changes(base: CellResult, head: CellResult) -> list[ScenarioChange]
         if before is not None and before.output_tok_s > 0:
             change.ratio = sc.output_tok_s / before.output_tok_s
             b, h = _repeat_rates(before), _repeat_rates(sc)
-            if b and h:
-                change.ratio, change.ci_low, change.ci_high = ratio_interval(b, h)
+            interval = log_ratio_interval(b, h) if b and h else None
+            if interval is not None:
+                change.ratio, change.ci_low, change.ci_high = interval
                 change.repeats = (len(b), len(h))
         out.append(change)
     return out + [ScenarioChange(name=n, base_tok_s=s.output_tok_s) for n, s in theirs.items()]
 
 
-def _extra_fields(score: TaskScore) -> dict[str, float]:
-    """The generation figures a backend can change at equal accuracy (records/measures.py GenerationStats): the share
-    of answers cut off by the token limit, mean reasoning length and mean completion length."""
-    stats = score.generation
-    if stats is None:
-        return {}
-    figures = {"truncated_share": stats.truncated_share, "mean_reasoning_chars": stats.mean_reasoning_chars,
-               "mean_reasoning_tokens": stats.mean_reasoning_tokens,
-               "mean_completion_tokens": stats.mean_completion_tokens}
-    return {name: float(value) for name, value in figures.items() if value is not None}
-
-
-def task_extras(base: CellResult, head: CellResult) -> list[TaskExtra]:
-    theirs = {t.task: _extra_fields(t) for t in base.quality}
+def task_extras(base: CellResult, base_dir: Path, head: CellResult, head_dir: Path,
+                alpha: float) -> list[SecondaryChange]:
+    """Truncation, empty answers and reasoning length of every task both cells ran, paired per document."""
+    theirs = {t.task: t for t in base.quality if not t.error and t.samples}
     out = []
     for score in head.quality:
-        mine, before = _extra_fields(score), theirs.get(score.task, {})
-        out += [TaskExtra(task=score.task, field=k, base=before.get(k), head=mine.get(k))
-                for k in sorted(set(mine) | set(before)) if mine.get(k) != before.get(k)]
+        if score.task in theirs and not score.error and score.samples:
+            try:
+                out += secondary_changes(theirs[score.task], base_dir, score, head_dir, alpha)
+            except (OSError, ValueError):
+                continue
     return out
 
 
@@ -219,29 +208,35 @@ def warning_changes(base: CellResult, head: CellResult) -> list[str]:
     return out
 
 
-def compare_cell(base: CellResult, base_dir: Path, head: CellResult, head_dir: Path) -> CellComparison:
+def compare_cell(base: CellResult, base_dir: Path, head: CellResult, head_dir: Path,
+                 gate: dict[str, Any] | None = None) -> CellComparison:
+    alpha = float((gate or {}).get("alpha") or 0.05)
     out = CellComparison(cell=head.id, base_id=base.id, presence="both", base_status=base.status,
                          head_status=head.status, transitions=transitions(base, head),
                          settings_changed=base.settings_hash != head.settings_hash,
                          launch=_settings(base.args, head.args) + _settings(base.env, head.env),
-                         scenarios=scenario_changes(base, head), extras=task_extras(base, head),
+                         scenarios=scenario_changes(base, head),
+                         extras=task_extras(base, base_dir, head, head_dir, alpha),
                          warnings=warning_changes(base, head))
     if base.resolved and head.resolved:
         asked = asked_names(head.args, head.env, base.args, base.env)
         out.resolved = resolved_differences(base.resolved, head.resolved, asked)
     if base.quality and head.quality:
-        out.accuracy = drift_between(base, base_dir, head, head_dir)
+        out.accuracy, _ = drift_between(base, base_dir, head, head_dir, gate)
+        tasks = [t.p_value for t in out.accuracy.tasks if t.p_value is not None]
+        out.accuracy_p = min(holm(tasks)) if tasks else None
     return out
 
 
 def judge(cell: CellComparison, alpha: float) -> None:
     """Set the cell's verdict: fails the gate; changed beyond noise; differs in settings, warnings or figures
-    that have no noise estimate; the same within noise."""
+    that have no noise estimate; the same within noise. `accuracy_p` must be adjusted across the cells first."""
     why: list[str] = []
     acc = cell.accuracy
-    credible = [t for t in (acc.tasks if acc else []) if t.p_value is not None and t.p_value < alpha]
-    if credible or (acc is not None and acc.p_value is not None and acc.p_value < alpha):
-        why.append("credible accuracy change" + (f" ({', '.join(t.task for t in credible)})" if credible else ""))
+    if acc is not None and cell.accuracy_p is not None and cell.accuracy_p < alpha:
+        moved = [t.task for t in acc.tasks if t.p_value is not None and t.p_value < alpha]
+        why.append(f"credible accuracy change (p={cell.accuracy_p:.3g} after Holm over tasks and "
+                   f"Benjamini-Hochberg over cells" + (f"; {', '.join(moved)}" if moved else "") + ")")
     why += [f"{s.name} {s.ratio:.2f}x tok/s [{s.ci_low:.2f}, {s.ci_high:.2f}]" for s in cell.scenarios
             if s.beyond_noise()]
     changed = bool(cell.transitions or why)
@@ -252,8 +247,9 @@ def judge(cell: CellComparison, alpha: float) -> None:
         differs.append(f"{len(cell.resolved)} resolved setting(s) changed")
     if cell.warnings:
         differs.append("warnings changed")
-    if cell.extras:
-        differs.append("reasoning or truncation changed")
+    moved = [f"{e.task} {e.field}" for e in cell.extras if e.changed]
+    if moved:
+        differs.append("reasoning, truncation or empty answers changed (" + ", ".join(moved) + ")")
     cell.why = cell.transitions + why + differs
     cell.verdict = "fails" if cell.violations else "changed" if changed else "differs" if differs else "same"
 
@@ -287,9 +283,10 @@ def compare_runs(base: RunResult, base_dir: Path, head: RunResult, head_dir: Pat
         if run.pending():
             out.notes.append(f"the {name} run has {len(run.pending())} cell(s) not run: {', '.join(run.pending())}")
     cells = []
+    gate = {k: v for k, v in (base.meta.matrix.get("gate") or {}).items() if v is not None}
     for bid, hid in match_cells(base, head):
         if bid is not None and hid is not None:
-            cells.append(compare_cell(base.cells[bid], base_dir, head.cells[hid], head_dir))
+            cells.append(compare_cell(base.cells[bid], base_dir, head.cells[hid], head_dir, gate))
         elif hid is not None:
             cells.append(CellComparison(cell=hid, presence="head", head_status=head.cells[hid].status,
                                         absent="not in the base run's matrix" if hid not in base.cell_order
@@ -298,7 +295,9 @@ def compare_runs(base: RunResult, base_dir: Path, head: RunResult, head_dir: Pat
             cells.append(CellComparison(cell=bid, base_id=bid, presence="base", base_status=base.cells[bid].status,
                                         absent="not in the head run's matrix" if bid not in head.cell_order
                                         else "in the head run's matrix but not run there"))
-    gate = {k: v for k, v in (base.meta.matrix.get("gate") or {}).items() if v is not None}
+    tested = [c for c in cells if c.accuracy_p is not None]
+    for cell, adjusted in zip(tested, benjamini_hochberg([c.accuracy_p for c in tested])):  # type: ignore[misc]
+        cell.accuracy_p = adjusted
     baseline_cells = [c.base_id for c in cells if c.base_id and base.cells[c.base_id].status == "ok"
                       and (c.presence == "both" or c.cell in head.cell_order)]
     baseline = make_baseline(base, base_dir, baseline_cells, Thresholds(**gate)) if baseline_cells else None

@@ -1,59 +1,126 @@
-"""Drift of each cell from the run's reference cell, from the saved files: accuracy per task and pooled (paired per
-sample, with a bootstrap interval, an exact McNemar p-value and flips), probe agreement, and distribution drift (KL
-divergence and top-token agreement of the reference's continuations).
+"""Drift of each cell from the run's reference cell, from the saved files: accuracy per task (paired per document over
+each side's repeats, the test and interval of analysis/stats.py, a verdict against the task's margin from
+analysis/equivalence.py, Holm-adjusted over every comparison of the run) and pooled (tasks weighted equally), flips,
+probe agreement, distribution drift (KL divergence and top-token agreement of the reference's continuations), and
+the reference's own noise floor (its repeats split into two halves of its seeds: the A/A row).
 
 Reads records only; `refresh_drift` is what `run`, `report` and `gate` call after loading or finishing cells.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any, Mapping
 
+import numpy as np
+from scipy.stats import norm
+
+from evalharness.analysis.equivalence import DEFAULT_ALPHA, TaskDecision, cell_outcome, decide, decide_family, margin_for
 from evalharness.analysis.noeffect import no_effect_pairs
-from evalharness.analysis.pairing import Headline, headline_scores, pair, sample_records
-from evalharness.analysis.stats import mcnemar_exact, paired_bootstrap, topk_kl
+from evalharness.analysis.pairing import (Headline, SideScores, UnpairableMetric, pair, pairable_aggregation,
+                                          side_scores)
+from evalharness.analysis.stats import PairedEvidence, mcnemar_exact, paired_evidence, topk_kl
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
-from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift
+from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift, TaskNoise
 from evalharness.records.io import ResultsError
 from evalharness.records.measures import ProbeOutput, Scored, TaskScore, percentiles
 from evalharness.records.run import CellResult, RunResult
 
+CONFIDENCE = 0.9  # intervals shown: two-sided 90%, the one-sided 95% bounds the verdicts use
 
-def task_drift(task: str, ref_score: TaskScore, cell_score: TaskScore, run_dir: Path,
-               cell_dir: Path | None = None) -> tuple[TaskDrift, list[float], list[float]]:
-    """Pair one task's headline records (per subtask and document); refuse across task versions. Returns the drift
-    and the paired per-sample scores (reference, cell) for pooling. `cell_dir`: the cell's run folder when it is
-    another run's (`compare`); by default both sides are in `run_dir`."""
-    out = TaskDrift(task=task, metric=ref_score.metric)
+
+def _refusal(out: TaskDrift, reason: str) -> tuple[TaskDrift, None]:
+    out.comparable, out.reason = False, reason
+    return out, None
+
+
+def task_evidence(task: str, ref_score: TaskScore, cell_score: TaskScore, run_dir: Path,
+                  cell_dir: Path | None = None) -> tuple[TaskDrift, PairedEvidence | None]:
+    """Pair one task's headline records per subtask and document, each side's mean over its repeats; refuse across
+    task versions and for a metric that cannot be paired. The drift without its verdict, and the evidence for one.
+    `cell_dir`: the cell's run folder when it is another run's (`compare`); by default both sides are in `run_dir`."""
+    out = TaskDrift(task=task, metric=ref_score.metric, confidence=CONFIDENCE)
     if ref_score.error or cell_score.error or not ref_score.samples or not cell_score.samples:
-        out.comparable, out.reason = False, "a side has no samples (the task failed)"
-        return out, [], []
+        return _refusal(out, "a side has no samples (the task failed)")
     if ref_score.version != cell_score.version:
-        out.comparable = False
-        out.reason = f"task versions differ ({ref_score.version} vs {cell_score.version}): not paired"
-        return out, [], []
+        return _refusal(out, f"task versions differ ({ref_score.version} vs {cell_score.version}): not paired")
     if ref_score.subtasks and ref_score.subtasks.keys() != cell_score.subtasks.keys():
-        out.comparable = False
-        out.reason = (f"the group's subtasks differ ({len(ref_score.subtasks)} in the reference, "
-                      f"{len(cell_score.subtasks)} in the cell): not paired")
-        return out, [], []
+        return _refusal(out, f"the group's subtasks differ ({len(ref_score.subtasks)} in the reference, "
+                             f"{len(cell_score.subtasks)} in the cell): not paired")
     if any(sub.version != cell_score.subtasks[name].version for name, sub in ref_score.subtasks.items()):
-        out.comparable, out.reason = False, "subtask versions differ: not paired"
-        return out, [], []
-    # the reference's headline records, matched by key among every record of the cell (analysis/pairing.py)
-    paired = pair(headline_scores(run_dir / ref_score.samples, ref_score),
-                  sample_records((cell_dir or run_dir) / cell_score.samples, cell_score.task, Headline.of(ref_score)))
-    refs, cells = paired.before, paired.after
-    if not refs:
-        out.comparable, out.reason = False, "no samples could be paired by subtask, document, filter and metric"
-        return out, [], []
-    out.paired = len(refs)
-    out.subtasks_paired = paired.per_subtask() if ref_score.subtasks else {}
-    out.reference, out.cell = sum(refs) / len(refs), sum(cells) / len(cells)
-    out.delta, out.ci_low, out.ci_high = paired_bootstrap(refs, cells)
-    out.right_to_wrong, out.wrong_to_right = paired.right_to_wrong, paired.wrong_to_right
-    out.p_value = mcnemar_exact(out.right_to_wrong, out.wrong_to_right)
-    return out, refs, cells
+        return _refusal(out, "subtask versions differ: not paired")
+    try:
+        pairable_aggregation(task, ref_score.metric, ref_score.aggregation)
+        for name, sub in ref_score.subtasks.items():
+            pairable_aggregation(name, sub.metric, sub.aggregation)
+        ref = side_scores(run_dir, ref_score)
+        cell = side_scores(cell_dir or run_dir, cell_score, Headline.of(ref_score))
+    except UnpairableMetric as exc:
+        return _refusal(out, str(exc))
+    return evidence_of(out, ref, cell, ref_score.higher_is_better is not False)
+
+
+def evidence_of(out: TaskDrift, ref: SideScores, cell: SideScores,
+                higher_is_better: bool) -> tuple[TaskDrift, PairedEvidence | None]:
+    """Fill a TaskDrift's estimate from two sides' per-document means (pure, but for the pairing)."""
+    paired = pair(ref.means, cell.means, ref.weights)
+    if not paired.keys:
+        return _refusal(out, "no samples could be paired by subtask, document, filter and metric")
+    evidence = paired_evidence(paired.before, paired.after, weights=paired.weights, higher_is_better=higher_is_better)
+    weights = paired.weights or [1.0] * len(paired.keys)
+    total = sum(weights)
+    out.paired = len(paired.keys)
+    out.subtasks_paired = paired.per_subtask() if len(paired.per_subtask()) > 1 else {}
+    out.repeats = (ref.repeats, cell.repeats)
+    out.higher_is_better = higher_is_better
+    out.pooled_instructions = paired.weights is not None
+    out.reference = sum(w * v for w, v in zip(weights, paired.before)) / total
+    out.cell = sum(w * v for w, v in zip(weights, paired.after)) / total
+    out.delta = -evidence.estimate
+    out.method = evidence.method
+    out.p_value = evidence.p_no_difference()
+    if evidence.method == "score":
+        out.right_to_wrong, out.wrong_to_right = evidence.lost, evidence.gained
+        out.exact_mcnemar_p = mcnemar_exact(evidence.lost, evidence.gained)
+    return out, evidence
+
+
+def apply_decision(drift: TaskDrift, decision: TaskDecision, margin: float) -> None:
+    drift.margin = margin
+    drift.outcome = decision.outcome
+    drift.noninferior = decision.noninferior
+    drift.ci_low, drift.ci_high = -decision.drop_high, -decision.drop_low  # of delta = -drop
+    drift.p_worse, drift.p_worse_adjusted = decision.p_worse, decision.p_worse_adjusted
+    drift.settle_factor = decision.settle_factor
+
+
+def pooled(drift: CellDrift, evidence: Mapping[str, PairedEvidence], weights: Mapping[str, float] | None) -> None:
+    """The pooled delta: the tasks' deltas weighted equally (or by `weights`), never by document count; a normal
+    90% interval with the tasks independent (different documents)."""
+    tasks = [t for t in drift.tasks if t.task in evidence]
+    if not tasks:
+        return
+    w = np.array([float((weights or {}).get(t.task, 1.0)) for t in tasks])
+    w = w / w.sum()
+    deltas = np.array([-evidence[t.task].estimate for t in tasks])
+    se = float(math.sqrt(np.sum((w * np.array([evidence[t.task].standard_error() for t in tasks])) ** 2)))
+    drift.accuracy_delta = float(np.sum(w * deltas))
+    z = float(norm.ppf((1 + CONFIDENCE) / 2))
+    drift.ci_low, drift.ci_high = drift.accuracy_delta - z * se, drift.accuracy_delta + z * se
+    drift.p_value = float(2 * norm.sf(abs(drift.accuracy_delta) / se)) if se > 0 else 1.0
+    drift.paired = sum(t.paired for t in tasks)
+
+
+def finish_cell(drift: CellDrift, evidence: Mapping[str, PairedEvidence], weights: Mapping[str, float] | None) -> None:
+    """Pooled figure, flips, the cell's outcome and its worst upper bound, once its tasks are decided."""
+    pooled(drift, evidence, weights)
+    decided = [t for t in drift.tasks if t.outcome is not None]
+    drift.right_to_wrong = sum(t.right_to_wrong for t in drift.tasks)
+    drift.wrong_to_right = sum(t.wrong_to_right for t in drift.tasks)
+    drift.outcome = cell_outcome(t.outcome for t in decided)  # type: ignore[misc]
+    uppers = [t.drop_upper for t in decided if t.drop_upper is not None]
+    drift.worst_drop_upper = max(uppers) if uppers else None
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -94,31 +161,23 @@ def compare_cells(reference: list[Scored], cell: list[Scored]) -> DistributionDr
                              p99_kld=percentiles(klds).p99, max_kld=max(klds), same_top_token=same / len(klds))
 
 
-def cell_drift(run: RunResult, cell_id: str, run_dir: Path) -> CellDrift:
-    """Everything that says how far one cell drifted from the run's reference cell."""
-    return drift_between(run.cells[run.reference], run_dir, run.cells[cell_id], run_dir)
-
-
-def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_dir: Path) -> CellDrift:
+def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_dir: Path,
+                  gate: Mapping[str, Any] | None = None) -> tuple[CellDrift, dict[str, PairedEvidence]]:
     """How far `cell` (of the run in `cell_dir`) drifted from `reference` (of the run in `ref_dir`): the same run's
-    reference cell for drift, or the same cell in the base run for `compare`. Paired per sample, never by means."""
+    reference cell for drift, or the same cell in the base run for `compare`. Paired per document, never by means.
+    Each task is decided within this cell's own tasks (Holm over them); `decide_run` re-decides a whole run's family.
+    Returns the drift and each comparable task's evidence."""
     drift = CellDrift(cell=cell.id)
     ref_tasks = {t.task: t for t in reference.quality}
-    pooled_ref: list[float] = []
-    pooled_cell: list[float] = []
+    evidence: dict[str, PairedEvidence] = {}
     for score in cell.quality:
         if score.task not in ref_tasks:
             continue
-        task, refs, cells = task_drift(score.task, ref_tasks[score.task], score, ref_dir, cell_dir)
+        task, found = task_evidence(score.task, ref_tasks[score.task], score, ref_dir, cell_dir)
         drift.tasks.append(task)
-        pooled_ref += refs
-        pooled_cell += cells
-        drift.right_to_wrong += task.right_to_wrong
-        drift.wrong_to_right += task.wrong_to_right
-    if pooled_ref:
-        drift.paired = len(pooled_ref)
-        drift.accuracy_delta, drift.ci_low, drift.ci_high = paired_bootstrap(pooled_ref, pooled_cell)
-        drift.p_value = mcnemar_exact(drift.right_to_wrong, drift.wrong_to_right)
+        if found is not None:
+            evidence[score.task] = found
+    decide_run({cell.id: (drift, evidence)}, gate)
     ref_probes = load_probe_outputs(ref_dir / "cells" / reference.id / "probes.jsonl")
     cell_probes = load_probe_outputs(cell_dir / "cells" / cell.id / "probes.jsonl")
     if ref_probes and cell_probes:
@@ -127,23 +186,85 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
     cell_dist = load_scored(cell_dir / "cells" / cell.id / "distribution.jsonl")
     if ref_dist or cell_dist:
         drift.distribution = compare_cells(ref_dist, cell_dist)
-    return drift
+    return drift, evidence
+
+
+def _alpha(gate: Mapping[str, Any] | None) -> float:
+    return float((gate or {}).get("alpha") or DEFAULT_ALPHA)
+
+
+def decide_run(cells: Mapping[str, tuple[CellDrift, Mapping[str, PairedEvidence]]], gate: Mapping[str, Any] | None,
+               weights: Mapping[str, float] | None = None) -> None:
+    """Decide every task of every cell as one family: the worse-tests Holm-adjusted over all of them, so that a run
+    in which nothing changed calls some cell worse at most alpha of the time, however many cells it has."""
+    family = {(cid, task): (ev, margin_for(task, gate)) for cid, (_, evs) in cells.items() for task, ev in evs.items()}
+    decisions = decide_family(family, _alpha(gate))
+    for cid, (drift, evs) in cells.items():
+        for task in drift.tasks:
+            if (cid, task.task) in decisions:
+                apply_decision(task, decisions[(cid, task.task)], margin_for(task.task, gate))
+        finish_cell(drift, evs, weights)
+
+
+def reference_noise(reference: CellResult, run_dir: Path, gate: Mapping[str, Any] | None) -> list[TaskNoise]:
+    """The reference's noise floor per task with two or more repeats: the within-document variance across its
+    repeats, and its repeats split into two disjoint halves of seeds (even and odd repeats) compared like a cell."""
+    out = []
+    for score in reference.quality:
+        if score.finished_repeats() < 2:
+            continue
+        try:
+            pairable_aggregation(score.task, score.metric, score.aggregation)
+            side = side_scores(run_dir, score)
+        except (UnpairableMetric, OSError, ValueError, ResultsError):
+            continue
+        keys = [k for k in side.means if all(k in r for r in side.per_repeat)]
+        if not keys:
+            continue
+        values = np.array([[r[k] for r in side.per_repeat] for k in keys])
+        halves = [values[:, 0::2], values[:, 1::2]]
+        seeds = [side.seeds[0::2], side.seeds[1::2]]
+        a = SideScores(means=dict(zip(keys, halves[0].mean(axis=1))), weights={k: side.weights[k] for k in keys},
+                       per_repeat=[{}] * halves[0].shape[1], seeds=seeds[0])
+        b = SideScores(means=dict(zip(keys, halves[1].mean(axis=1))), weights=a.weights,
+                       per_repeat=[{}] * halves[1].shape[1], seeds=seeds[1])
+        aa, evidence = evidence_of(TaskDrift(task=score.task, metric=score.metric, confidence=CONFIDENCE), a, b,
+                                   score.higher_is_better is not False)
+        if evidence is not None:
+            margin = margin_for(score.task, gate)
+            apply_decision(aa, decide(evidence, margin, _alpha(gate), evidence.p_above(margin)), margin)
+        out.append(TaskNoise(task=score.task, repeats=side.repeats, documents=len(keys),
+                             within_doc_variance=float(values.var(axis=1, ddof=1).mean()),
+                             seeds_a=[s for s in seeds[0] if s is not None],
+                             seeds_b=[s for s in seeds[1] if s is not None], aa=aa))
+    return out
 
 
 def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> None:
-    """Drift against the reference, from the saved per-sample files: of `only` (the cell just finished; the run loop
-    runs the reference first) or of every finished cell (`report`, `gate`)."""
+    """Drift against the reference, from the saved per-sample files, of every finished cell, decided as one family
+    (a cell finishing changes the family's adjustment, so `only`, the cell just finished, is not read alone), and the
+    reference's noise floor."""
+    del only  # kept for the callers' sake: the whole family is decided again
     try:
         run.no_effect = no_effect_pairs(run, out_dir)
     except (OSError, ValueError) as exc:  # a damaged probe file must not stop the run
         run.notes.append(f"axes without effect could not be compared: {exc}")
     if run.reference not in run.cells:
         return
+    gate = run.meta.matrix.get("gate") or {}
+    weights = (run.meta.matrix.get("report") or {}).get("task_weights")
+    reference = run.cells[run.reference]
+    family: dict[str, tuple[CellDrift, dict[str, PairedEvidence]]] = {}
     for cid, cell in run.cells.items():
-        if only is not None and cid != only:
-            continue
         if cell.status in ("ok", "garbage") and cid != run.reference:
             try:
-                cell.drift = cell_drift(run, cid, out_dir)
+                family[cid] = drift_between(reference, out_dir, cell, out_dir, gate)
             except (OSError, ValueError, ResultsError) as exc:  # a damaged sample file must not stop the run
                 run.notes.append(f"drift of {cid} could not be computed: {exc}")
+    decide_run(family, gate, weights)
+    for cid, (drift, _) in family.items():
+        run.cells[cid].drift = drift
+    try:
+        run.noise = reference_noise(reference, out_dir, gate)
+    except (OSError, ValueError, ResultsError) as exc:
+        run.notes.append(f"the reference's noise floor could not be computed: {exc}")

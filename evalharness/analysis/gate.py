@@ -1,32 +1,45 @@
-"""Baselines and the CI gate: a saved run against a committed baseline, with sample-size-aware thresholds.
+"""Baselines and the CI gate: a saved run against a committed baseline, with three outcomes per task and cell.
 
-A baseline (records/baseline.py) records, per cell, each task's version and per-sample correctness (its headline records keyed
-by subtask, document, filter and metric: analysis/pairing.py), the throughput per scenario, and the versions. `gate` pairs a run's cells with it:
+A baseline (records/baseline.py) records, per cell, each task's version and per-document scores (its headline
+records keyed by subtask, document, filter and metric: analysis/pairing.py), the mean over the reference's repeats
+and how many there were, the throughput per scenario, and the versions. `gate` pairs a run's cells with it:
 
-- accuracy: the drop (baseline minus run, over the paired samples) fails when it exceeds `max_accuracy_drop` AND the
-  exact McNemar test says it is credible at the sample size (p < `alpha`); a drop beyond `hard_accuracy_drop` fails
-  whatever the test says, so a large real drop on few samples never passes;
-- flips: more right-to-wrong answers than `max_flips`;
+- accuracy, per task, against the task's margin m (`margin`, else `max_accuracy_drop`): the paired drop's test and
+  interval (analysis/stats.py; both sides' sampling noise counted: the baseline is a draw too) decide **pass** (the
+  drop's one-sided 95% upper bound below m: non-inferior), **fail** (its one-sided 95% lower bound above m: worse,
+  Holm-adjusted over every task of every gated cell, so that a run in which nothing changed fails at most `alpha` of
+  the time whatever the number of cells) or **inconclusive** (with how many times the samples would settle it);
+  a point drop beyond `hard_accuracy_drop` fails whatever the interval; more right->wrong than `max_flips` fails;
 - KLD: the run's own mean KL divergence against its reference cell above `max_kld`;
-- throughput: run / baseline below `min_throughput_ratio` (compare on the same kind of machine); where the scenario
-  was repeated (in the run, the baseline or both), the ratio must also be credible against the repeats' own noise
-  (one-sided Welch t-test, p < `alpha`): a fixed tolerance alone fails on noise or passes real slow-downs, and
-  `min_throughput_ratio: 1.0` with repeats gates on the noise alone;
+- throughput: the ratio run / baseline, with a t interval of the log ratio where either side repeated the scenario,
+  fails when its upper bound (the point, without repeats) is below `min_throughput_ratio`, and never within
+  MIN_THROUGHPUT_CHANGE of 1 (runs drift more than repeats spread: the between-run floor of the front and compare);
 - coverage: the run must cover what the baseline covers: every task, every document of each task (a run that scored
   3 of the baseline's 200 documents says nothing about the other 197), and, when throughput is gated, every scenario;
 - a task whose version changed is refused rather than compared; a gated cell that crashed or served garbage fails.
+
+A cell fails with any violation, passes when every task passes and nothing else failed, and is otherwise
+inconclusive; the run likewise (exit 1, 0 and 3 in the command).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from evalharness.analysis.pairing import Headline, canonical_scores, headline_scores, pair, sample_records
-from evalharness.analysis.stats import mcnemar_exact, slower_p_value
+from pydantic import BaseModel
+
+from evalharness.analysis.equivalence import decide_family, margin_for
+from evalharness.analysis.pairing import (Headline, UnpairableMetric, canonical_scores, pairable_aggregation, pair,
+                                          side_of_values, side_scores)
+from evalharness.analysis.pareto import MIN_THROUGHPUT_CHANGE
+from evalharness.analysis.stats import PairedEvidence, log_ratio_interval, paired_evidence
 from evalharness.records.baseline import Baseline, BaselineCell, BaselineError, BaselineTask, Thresholds
 from evalharness.records.measures import TaskScore
 from evalharness.records.provenance import machine_kind, now_iso
 from evalharness.records.run import RunResult
+
+GateOutcome = Literal["pass", "fail", "inconclusive"]
 
 
 class GateError(BaselineError):
@@ -52,9 +65,19 @@ def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresh
         for score in cell.quality:
             if score.error or not score.samples:
                 continue
-            tasks[score.task] = BaselineTask(version=score.version, metric=score.metric, value=score.value,
-                                             subtask_versions={k: s.version for k, s in score.subtasks.items()},
-                                             correct=headline_scores(run_dir / score.samples, score))
+            try:
+                pairable_aggregation(score.task, score.metric, score.aggregation)
+                side = side_scores(run_dir, score)
+            except UnpairableMetric as exc:
+                raise GateError(f"cell {cid}: {exc}") from None
+            noise = [n for n in run.noise if n.task == score.task] if cid == run.reference else []
+            tasks[score.task] = BaselineTask(
+                version=score.version, metric=score.metric, value=score.value,
+                subtask_versions={k: s.version for k, s in score.subtasks.items()}, correct=side.means,
+                repeats=side.repeats, seeds=[s for s in side.seeds if s is not None],
+                weights=side.weights if side.pooled else {}, aggregation=score.aggregation,
+                higher_is_better=score.higher_is_better,
+                within_doc_variance=noise[0].within_doc_variance if noise else None)
         out[cid] = BaselineCell(status=cell.status, tasks=tasks,
                                 throughput={s.name: s.output_tok_s for s in cell.throughput},
                                 throughput_repeats={s.name: s.repeat_tok_s for s in cell.throughput
@@ -97,32 +120,128 @@ def gated_cells(run: RunResult, baseline: Baseline, mapping: dict[str, str]) -> 
     raise GateError("no cell of the run matches a baseline cell; map them with --cell RUN_ID=BASELINE_ID")
 
 
-def check(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[str, str] | None = None) -> list[str]:
-    """The violations, one readable line each (empty: the gate passes)."""
-    limits = thresholds_for(run, baseline)
+class GateTask(BaseModel):
+    task: str
+    outcome: GateOutcome
+    paired: int = 0
+    repeats: tuple[int, int] = (1, 1)  # (baseline, run)
+    margin: float | None = None
+    drop: float | None = None  # baseline minus run, in the metric's better direction
+    drop_low: float | None = None  # its two-sided 90% interval (the one-sided 95% bounds)
+    drop_high: float | None = None
+    p_worse_adjusted: float | None = None
+    settle_factor: float | None = None
+    reasons: list[str] = []
+
+
+class GateCell(BaseModel):
+    cell: str
+    baseline_cell: str
+    outcome: GateOutcome
+    tasks: list[GateTask] = []
     violations: list[str] = []
+    inconclusive: list[str] = []
+
+
+class GateResult(BaseModel):
+    outcome: GateOutcome
+    family_size: int  # task comparisons the worse-test was adjusted over
+    thresholds: dict = {}
+    cells: list[GateCell] = []
+
+    @property
+    def violations(self) -> list[str]:
+        return [v for c in self.cells for v in c.violations]
+
+    @property
+    def inconclusive(self) -> list[str]:
+        return [v for c in self.cells for v in c.inconclusive]
+
+
+def check(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[str, str] | None = None) -> list[str]:
+    """The violations, one readable line each (empty: nothing failed; `evaluate` also says what is inconclusive)."""
+    return evaluate(run, run_dir, baseline, mapping).violations
+
+
+def evaluate(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[str, str] | None = None) -> GateResult:
+    """Every gated cell's outcome, its tasks' outcomes and bounds, and the violation and inconclusive lines."""
+    limits = thresholds_for(run, baseline)
+    gate = limits.model_dump()
+    cells: list[GateCell] = []
+    family: dict[tuple[str, str], tuple[PairedEvidence, float]] = {}
+    pending: dict[tuple[str, str], GateTask] = {}
     for run_id, base_id in gated_cells(run, baseline, mapping or {}):
         if base_id not in baseline.cells:
             raise GateError(f"baseline has no cell {base_id!r} (it has {', '.join(baseline.cells)})")
+        out = GateCell(cell=run_id, baseline_cell=base_id, outcome="pass")
+        cells.append(out)
         cell = run.cells.get(run_id)
         if cell is None:
-            violations.append(f"{run_id}: did not run")
+            out.violations.append(f"{run_id}: did not run")
             continue
         if cell.status != "ok":
-            violations.append(f"{run_id}: {cell.status} at {cell.phase}: {cell.reason}")
+            out.violations.append(f"{run_id}: {cell.status} at {cell.phase}: {cell.reason}")
             continue
         base = baseline.cells[base_id]
         scores = {t.task: t for t in cell.quality}
         for task, expected in base.tasks.items():
-            violations += _task_violations(run_id, task, expected, scores.get(task), run_dir, limits)
+            found = _task_evidence(run_id, task, expected, scores.get(task), run_dir, limits)
+            out.violations += found[0]
+            if found[1] is not None:
+                task_out, evidence = found[1]
+                out.tasks.append(task_out)
+                family[(run_id, task)] = (evidence, margin_for(task, gate))
+                pending[(run_id, task)] = task_out
         if limits.max_kld is not None and cell.drift and cell.drift.distribution and cell.drift.distribution.available:
             kld = cell.drift.distribution.mean_kld
             if kld is not None and kld > limits.max_kld:
-                violations.append(f"{run_id}: mean KL divergence {kld:.4f} against the run's reference exceeds "
-                                  f"{limits.max_kld}")
+                out.violations.append(f"{run_id}: mean KL divergence {kld:.4f} against the run's reference exceeds "
+                                      f"{limits.max_kld}")
         if limits.min_throughput_ratio is not None:
-            violations += _throughput_violations(run_id, cell.throughput, base, limits)
-    return violations
+            out.violations += _throughput_violations(run_id, cell.throughput, base, limits)
+    decisions = decide_family(family, limits.alpha)
+    by_cell = {c.cell: c for c in cells}
+    for key, decision in decisions.items():
+        task_out, evidence = pending[key], family[key][0]
+        _judge_task(by_cell[key[0]], task_out, evidence, decision, limits)
+    for out in cells:
+        out.outcome = "fail" if out.violations else "inconclusive" if out.inconclusive else "pass"
+    outcome: GateOutcome = ("fail" if any(c.outcome == "fail" for c in cells) else
+                            "inconclusive" if any(c.outcome == "inconclusive" for c in cells) else "pass")
+    return GateResult(outcome=outcome, family_size=len(family), thresholds=limits.model_dump(exclude_none=True),
+                      cells=cells)
+
+
+def _judge_task(out: GateCell, task: GateTask, evidence: PairedEvidence, decision, limits: Thresholds) -> None:
+    margin = margin_for(task.task, limits.model_dump())
+    task.margin, task.drop = margin, evidence.estimate
+    task.drop_low, task.drop_high = decision.drop_low, decision.drop_high
+    task.p_worse_adjusted, task.settle_factor = decision.p_worse_adjusted, decision.settle_factor
+    where = (f"{out.cell}: task {task.task}: drop {evidence.estimate:+.3f} [90%: {decision.drop_low:+.3f}, "
+             f"{decision.drop_high:+.3f}] on {task.paired} documents x ({task.repeats[0]} baseline, "
+             f"{task.repeats[1]} run) repeats, margin {margin}")
+    failed = []
+    if decision.outcome == "worse":
+        failed.append(f"{where}: worse: the drop's lower bound is above the margin (Holm-adjusted p="
+                      f"{decision.p_worse_adjusted:.3g} < {limits.alpha} over the gate's comparisons)")
+    elif limits.hard_accuracy_drop is not None and evidence.estimate > limits.hard_accuracy_drop:
+        failed.append(f"{where}: the drop exceeds the hard limit {limits.hard_accuracy_drop} whatever the interval")
+    if limits.max_flips is not None and evidence.method == "score" and evidence.lost > limits.max_flips:
+        failed.append(f"{out.cell}: task {task.task}: {evidence.lost} answers went right->wrong (maximum "
+                      f"{limits.max_flips})")
+    task.reasons = failed
+    if failed:
+        task.outcome = "fail"
+        out.violations += failed
+    elif decision.noninferior:
+        task.outcome = "pass"
+    else:
+        task.outcome = "inconclusive"
+        settle = (f"about {decision.settle_factor:.1f}x the samples would settle it" if decision.settle_factor
+                  else "at this estimate no sample size settles it")
+        task.reasons = [f"{where}: inconclusive: the upper bound is not below the margin and the lower bound not "
+                        f"above it; {settle}"]
+        out.inconclusive += task.reasons
 
 
 def _throughput_violations(run_id: str, scenarios: list, base: BaselineCell, limits: Thresholds) -> list[str]:
@@ -132,68 +251,56 @@ def _throughput_violations(run_id: str, scenarios: list, base: BaselineCell, lim
     if missing:
         out.append(f"{run_id}: throughput scenario(s) {', '.join(missing)} of the baseline not in this run "
                    f"({len(base.throughput) - len(missing)} of the baseline's {len(base.throughput)} scenarios measured)")
+    floor = min(limits.min_throughput_ratio, 1 - MIN_THROUGHPUT_CHANGE)  # type: ignore[type-var]
     for name, before in base.throughput.items():
         if name not in measured or before <= 0:
             continue
         now = measured[name].output_tok_s
         ratio = now / before
-        if ratio >= limits.min_throughput_ratio:  # type: ignore[operator]
+        run_reps = measured[name].repeat_tok_s if len(measured[name].repeat_tok_s) > 1 else [now]
+        base_reps = base.throughput_repeats.get(name) or [before]
+        interval = log_ratio_interval(base_reps, run_reps)
+        upper = interval[2] if interval else ratio
+        if upper >= floor:
             continue
-        where = (f"{run_id}: throughput {name} {now:.1f} tok/s is {ratio:.2f}x the baseline's {before:.1f} "
-                 f"(minimum {limits.min_throughput_ratio}x)")
-        run_reps, base_reps = measured[name].repeat_tok_s, base.throughput_repeats.get(name, [])
-        if len(run_reps) < 2 and len(base_reps) < 2:
-            out.append(where)  # no repeats: the fixed tolerance is all there is
-            continue
-        p = slower_p_value(run_reps if len(run_reps) > 1 else [now], base_reps if len(base_reps) > 1 else [before])
-        if p < limits.alpha:
-            out.append(f"{where}, and slower beyond the repeats' noise (one-sided Welch p={p:.3g} < {limits.alpha}; "
-                       f"run {len(run_reps) or 1} repeat(s), baseline {len(base_reps) or 1})")
+        noise = (f"the 95% interval of the ratio [{interval[1]:.2f}, {interval[2]:.2f}] from the repeats (run "
+                 f"{len(run_reps)}, baseline {len(base_reps)}) lies below" if interval else "no repeats: the "
+                 "point is below")
+        out.append(f"{run_id}: throughput {name} {now:.1f} tok/s is {ratio:.2f}x the baseline's {before:.1f}; {noise} "
+                   f"{floor:.2f}x (min_throughput_ratio {limits.min_throughput_ratio}, never within "
+                   f"{MIN_THROUGHPUT_CHANGE:.0%} of 1)")
     return out
 
 
-def _task_violations(run_id: str, task: str, expected: BaselineTask, score: TaskScore | None, run_dir: Path, limits: Thresholds) -> list[str]:
+def _task_evidence(run_id: str, task: str, expected: BaselineTask, score: TaskScore | None, run_dir: Path,
+                   limits: Thresholds) -> tuple[list[str], tuple[GateTask, PairedEvidence] | None]:
+    """(violations, the task's evidence against the baseline) for one task of one gated cell."""
     total = len(expected.correct)
     if score is None or score.error or not score.samples:
-        return [f"{run_id}: task {task} has no result in this run (the baseline scored {total} documents)"]
+        return [f"{run_id}: task {task} has no result in this run (the baseline scored {total} documents)"], None
     if score.version != expected.version:
         return [f"{run_id}: task {task} is version {score.version}, the baseline's is {expected.version}: "
-                "refusing to compare; save a new baseline"]
+                "refusing to compare; save a new baseline"], None
     if expected.subtask_versions and {k: s.version for k, s in score.subtasks.items()} != expected.subtask_versions:
         return [f"{run_id}: task {task}: its subtasks or their versions differ from the baseline's: refusing to "
-                "compare; save a new baseline"]
-    # the baseline's keys decide what is compared: its headline records, matched among every record of the run
-    paired = pair(canonical_scores(expected.correct, task, expected.metric),
-                  sample_records(run_dir / score.samples, score.task, Headline.of(score)))
-    n = len(paired.before)
-    out = []
-    if n < total:
-        out.append(coverage_violation(run_id, task, n, total))
+                "compare; save a new baseline"], None
+    try:
+        pairable_aggregation(task, expected.metric, expected.aggregation)
+        mine = side_scores(run_dir, score, Headline.of(score))
+    except UnpairableMetric as exc:
+        raise GateError(f"{run_id}: {exc}") from None
+    # the baseline's keys decide what is compared: its headline records, matched among the run's records
+    before = side_of_values(canonical_scores(expected.correct, task, expected.metric),
+                            canonical_scores(expected.weights, task, expected.metric), expected.repeats)
+    paired = pair(before.means, mine.means, before.weights)
+    n = len(paired.keys)
+    out = [coverage_violation(run_id, task, n, total)] if n < total else []
     if not n:
-        return out
-    before, after = sum(paired.before) / n, sum(paired.after) / n
-    where = f"{run_id}: task {task}: {after:.3f} vs baseline {before:.3f} on {n} paired samples"
-    out += [f"{where}: {reason}" for reason in accuracy_reasons(before, after, paired.right_to_wrong,
-                                                                 paired.wrong_to_right, limits)]
-    return out
-
-
-def accuracy_reasons(before: float, after: float, lost: int, gained: int, limits: Thresholds) -> list[str]:
-    """Why one task's paired accuracy fails the gate (empty: it passes); pure, so that
-    benchmarks/gate_false_alarms.py measures exactly this rule. `lost`/`gained`: right->wrong / wrong->right."""
-    p = mcnemar_exact(lost, gained)
-    drop = before - after
-    out = []
-    if limits.hard_accuracy_drop is not None and drop > limits.hard_accuracy_drop:
-        out.append(f"drop {drop:.3f} exceeds the hard limit {limits.hard_accuracy_drop} "
-                   f"(McNemar p={p:.3g}, {lost} right->wrong, {gained} wrong->right)")
-    elif limits.max_accuracy_drop is not None and drop > limits.max_accuracy_drop:
-        if p < limits.alpha:
-            out.append(f"drop {drop:.3f} exceeds {limits.max_accuracy_drop} and is credible at this sample "
-                       f"size (McNemar p={p:.3g} < {limits.alpha}; {lost} right->wrong, {gained} wrong->right)")
-    if limits.max_flips is not None and lost > limits.max_flips:
-        out.append(f"{lost} answers went right->wrong (maximum {limits.max_flips})")
-    return out
+        return out, None
+    higher = expected.higher_is_better is not False
+    evidence = paired_evidence(paired.before, paired.after, weights=paired.weights, higher_is_better=higher)
+    return out, (GateTask(task=task, outcome="inconclusive", paired=n, repeats=(expected.repeats, mine.repeats)),
+                 evidence)
 
 
 def coverage_violation(run_id: str, task: str, paired: int, total: int) -> str:

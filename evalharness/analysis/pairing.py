@@ -47,13 +47,44 @@ def canonical_scores(scores: dict[str, float], task: str, metric_key: str | None
     return {canonical_key(key, task, metric_key): value for key, value in scores.items()}
 
 
-def _number(value: object) -> float | None:
-    """A per-sample metric as a number: bools and numbers as they are; a list (ifeval's instruction-level metrics,
-    one entry per instruction) as its mean; anything else is not a score."""
+class UnpairableMetric(ValueError):
+    """A headline metric whose per-document values cannot be paired: one aggregated over the whole corpus (f1, bleu,
+    matthews_corrcoef: each document holds a (gold, prediction) tuple), or values that are not numbers."""
+
+
+# lm-eval's instruction-level metrics (ifeval's inst_level_*): each document holds one 0/1 per instruction and the
+# task's figure pools every instruction of every document (utils.agg_inst_level_acc), not the documents' means
+POOLED = "inst_level"
+
+
+def pairable_aggregation(task: str, metric: str | None, aggregation: str | None) -> bool:
+    """True when the metric is pooled over instructions; False for a mean over documents (or an aggregation not
+    recorded, as in runs before it was); raises UnpairableMetric for a corpus-level aggregation."""
+    if aggregation is None or aggregation == "mean":
+        return False
+    if POOLED in aggregation:
+        return True
+    raise UnpairableMetric(f"task {task}: metric {metric} is aggregated by {aggregation!r} over the whole corpus: its "
+                           "per-document values cannot be paired (choose a headline aggregated by mean, or leave the "
+                           "task out of drift and the gate)")
+
+
+@dataclass(frozen=True)
+class DocScore:
+    """One document's score: a 0/1 or a number; for an instruction-level metric, its share of instructions right
+    with the instructions as its weight (lm-eval pools instructions: docs [1] and [0, 0, 0] give 1/4, not 1/2)."""
+
+    value: float
+    weight: float = 1.0
+
+
+def _number(value: object) -> DocScore | None:
+    """A per-sample metric as a document score: bools and numbers as they are; a non-empty list of numbers (an
+    instruction-level metric, one entry per instruction) as its share with its length as weight; else None."""
     if isinstance(value, bool | int | float):
-        return float(value)
+        return DocScore(float(value))
     if isinstance(value, list) and value and all(isinstance(v, bool | int | float) for v in value):
-        return sum(float(v) for v in value) / len(value)
+        return DocScore(sum(float(v) for v in value) / len(value), float(len(value)))
     return None
 
 
@@ -77,25 +108,81 @@ class Headline:
         return (metric, filt) == self.of_subtask(subtask)
 
 
-def sample_records(path: Path, task: str, headline: Headline | None = None) -> dict[str, float]:
+def sample_records(path: Path, task: str, headline: Headline | None = None) -> dict[str, DocScore]:
     """Every scored record of one task's samples.jsonl: (subtask, document, filter, metric) -> score, in file order.
     Rows written before subtasks were recorded belong to the task itself; a row without a filter (lm-eval always
-    writes one; hand-made files may not) is taken as the headline's."""
-    out: dict[str, float] = {}
+    writes one; hand-made files may not) is taken as the headline's. A headline value that is no score (a tuple of
+    a corpus-level metric) raises UnpairableMetric naming the task and metric."""
+    out: dict[str, DocScore] = {}
     for row in load_samples(path):
         subtask = row.get("task") or task
         filt = row.get("filter") or (headline.of_subtask(subtask)[1] if headline else "none")
         for metric, value in (row.get("metrics") or {}).items():
+            key = record_key(subtask, row.get("doc_id"), row.get("doc_hash"), filt, metric)
             number = _number(value)
             if number is not None:
-                out[record_key(subtask, row.get("doc_id"), row.get("doc_hash"), filt, metric)] = number
+                out[key] = number
+            elif headline is not None and headline(key) and value is not None:
+                raise UnpairableMetric(f"task {subtask}: metric {metric} holds {type(value).__name__} values per "
+                                       f"document ({str(value)[:60]}), not scores: it is aggregated over the whole "
+                                       "corpus and cannot be paired")
     return out
 
 
-def headline_scores(path: Path, score: TaskScore) -> dict[str, float]:
+def headline_scores(path: Path, score: TaskScore) -> dict[str, DocScore]:
     """The headline records of a task's samples (what drift, the gate and baselines pair)."""
     headline = Headline.of(score)
     return {key: value for key, value in sample_records(path, score.task, headline).items() if headline(key)}
+
+
+@dataclass(frozen=True)
+class SideScores:
+    """One side's headline scores of one task per document, over its repeats: the mean of the repeats that scored
+    each document, its weight (instructions; 1 for a document-level metric), and each repeat's own scores."""
+
+    means: dict[str, float]
+    weights: dict[str, float]
+    per_repeat: list[dict[str, float]]
+    seeds: list[int | None]
+
+    @property
+    def repeats(self) -> int:
+        return len(self.per_repeat)
+
+    @property
+    def pooled(self) -> bool:
+        return any(w != 1.0 for w in self.weights.values())
+
+
+def _side(records: list[dict[str, DocScore]], seeds: list[int | None]) -> SideScores:
+    first = records[0] if records else {}
+    means = {}
+    for key in first:
+        values = [r[key].value for r in records if key in r]
+        means[key] = sum(values) / len(values)
+    return SideScores(means=means, weights={k: v.weight for k, v in first.items()},
+                      per_repeat=[{k: v.value for k, v in r.items()} for r in records], seeds=seeds)
+
+
+def _repeat_paths(score: TaskScore) -> list[tuple[str, int | None]]:
+    seeds = {0: score.seed, **{r.repeat: r.seed for r in score.repeats}}
+    return [(samples, seeds.get(repeat)) for repeat, samples, error in score.all_repeats() if samples and not error]
+
+
+def side_scores(run_dir: Path, score: TaskScore, headline: Headline | None = None) -> SideScores:
+    """Every finished repeat of a task, read by `headline` (default the task's own) and kept to its records."""
+    headline = headline or Headline.of(score)
+    paths = _repeat_paths(score)
+    records = [{k: v for k, v in sample_records(run_dir / p, score.task, headline).items() if headline(k)}
+               for p, _ in paths]
+    return _side(records, [seed for _, seed in paths])
+
+
+def side_of_values(values: dict[str, float], weights: dict[str, float] | None = None, repeats: int = 1) -> SideScores:
+    """A side known only by its per-document means (a baseline): `repeats` says how many draws each mean is over."""
+    weights = weights or {}
+    return SideScores(means=dict(values), weights={k: weights.get(k, 1.0) for k in values},
+                      per_repeat=[dict(values)] * max(1, repeats), seeds=[None] * max(1, repeats))
 
 
 def subtask_of(key: str) -> str:
@@ -104,11 +191,13 @@ def subtask_of(key: str) -> str:
 
 @dataclass(frozen=True)
 class Paired:
-    """Scores of the samples both sides have, in the first side's order, and the flips between them."""
+    """Per-document scores both sides have, in the first side's order, their weights, and the flips between them
+    (documents whose mean crosses one half: for 0/1 metrics, right->wrong and wrong->right)."""
 
     keys: list[str]
     before: list[float]
     after: list[float]
+    weights: list[float] | None = None  # instructions per document for a pooled metric; None: documents weigh 1
 
     @property
     def right_to_wrong(self) -> int:
@@ -125,8 +214,10 @@ class Paired:
         return counts
 
 
-def pair(before: dict[str, float], after: dict[str, float]) -> Paired:
+def pair(before: dict[str, float], after: dict[str, float], weights: dict[str, float] | None = None) -> Paired:
     """The records of `before` (the headline records of the reference or the baseline) that `after` also has: the
     other side may hold every record of its task; only the keys of `before` decide what is compared."""
     keys = [key for key in before if key in after]
-    return Paired(keys=keys, before=[before[k] for k in keys], after=[after[k] for k in keys])
+    pooled = weights is not None and any(weights.get(k, 1.0) != 1.0 for k in keys)
+    return Paired(keys=keys, before=[before[k] for k in keys], after=[after[k] for k in keys],
+                  weights=[weights.get(k, 1.0) for k in keys] if pooled and weights else None)

@@ -5,6 +5,11 @@ run to run on a shared one). Where a scenario ran more than once (`repeats`), ea
 repeats, and one cell is faster than another only when its whole range lies above the other's and it is faster by
 MIN_THROUGHPUT_CHANGE at least (cells run one after another, and runs drift more than repeats spread): within the
 noise, two cells are as fast as each other, and the one with less drift dominates.
+
+Accuracy is treated the same way: with `drift_measure: accuracy` a cell's accuracy is its verdict against the
+reference (analysis/equivalence.py), not its point estimate: cells equivalent within the margin are tied with the
+reference and with each other, an inconclusive cell ranks below them and a worse one below that, so an improvement
+within the noise never dominates the reference and 0.1-point differences under wide intervals decide nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +32,19 @@ class ParetoPoint(BaseModel):
     high: float | None = None
     on_front: bool = False
     dominated_by: list[str] = []
+    verdict: str | None = None  # accuracy: reference | equivalent | inconclusive | worse (None: the kld measure)
+    drop_upper: float | None = None  # the largest one-sided 95% upper bound of a task's drop
+
+
+# accuracy verdicts, best first: the reference and cells equivalent to it are tied
+VERDICT_RANK = {"reference": 0, "equivalent": 0, "inconclusive": 1, "worse": 2}
+
+
+def _accuracy_rank(p: ParetoPoint) -> float:
+    """Lower is better: the verdict's rank with the accuracy measure, the drift itself with kld."""
+    if p.verdict is None:
+        return p.drift
+    return VERDICT_RANK.get(p.verdict, 1)
 
 
 class Pareto(BaseModel):
@@ -55,7 +73,7 @@ def _range(p: ParetoPoint) -> tuple[float, float] | None:
 def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
     """Mark the points no other point beats on both axes (throughput higher is better, drift lower is better). A point
     q beats p when q is not slower (p not faster beyond the noise) and has no more drift, and q is faster beyond the
-    noise or has less drift."""
+    noise or has less drift; drift is the accuracy verdict's rank where points carry one."""
     for p in points:
         beaten_by = []
         for q in points:
@@ -63,7 +81,8 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
                 continue
             q_faster = faster(q.throughput, _range(q), p.throughput, _range(p))
             p_faster = faster(p.throughput, _range(p), q.throughput, _range(q))
-            if not p_faster and q.drift <= p.drift and (q_faster or q.drift < p.drift):
+            q_drift, p_drift = _accuracy_rank(q), _accuracy_rank(p)
+            if not p_faster and q_drift <= p_drift and (q_faster or q_drift < p_drift):
                 beaten_by.append(q.cell)
         p.dominated_by = beaten_by
         p.on_front = not p.dominated_by
@@ -113,6 +132,14 @@ def _drift(run: RunResult, cid: str, cell: CellResult, measure: str) -> float | 
     return -cell.drift.accuracy_delta if cell.drift.accuracy_delta is not None else None
 
 
+def _verdict(run: RunResult, cid: str, cell: CellResult) -> tuple[str | None, float | None]:
+    if cid == run.reference:
+        return "reference", 0.0
+    if cell.drift is None or cell.drift.outcome is None:
+        return "inconclusive", None
+    return cell.drift.outcome, cell.drift.worst_drop_upper
+
+
 def pareto(run: RunResult) -> Pareto:
     """The one walk over the ready cells that every Pareto view (report table, summary, plot) renders."""
     scenario = chosen_scenario(run)
@@ -127,6 +154,7 @@ def pareto(run: RunResult) -> Pareto:
         drift = _drift(run, cid, cell, measure)
         if tp is not None and drift is not None:
             low_high = scenario_range(cell, scenario)
+            verdict, upper = _verdict(run, cid, cell) if measure == "accuracy" else (None, None)
             points.append(ParetoPoint(cell=cid, throughput=tp, drift=drift, low=low_high[0] if low_high else None,
-                                      high=low_high[1] if low_high else None))
+                                      high=low_high[1] if low_high else None, verdict=verdict, drop_upper=upper))
     return Pareto(scenario=scenario, measure=measure, throughput=throughput, points=pareto_front(points))

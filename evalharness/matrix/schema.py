@@ -110,6 +110,8 @@ class TaskSettings(_Strict):
     """One task's own settings (quality.task_settings.<task>), over the quality section's."""
 
     limit: int | None = Field(None, gt=0, description="documents (per subtask of a group), over quality.limit")
+    repeats: int | None = Field(None, ge=1, le=1000, description="over quality.repeats")
+    reference_repeats: int | None = Field(None, ge=1, le=1000, description="over quality.reference_repeats")
     max_gen_toks: MaxGenToks
     gen_kwargs: GenKwargs
     chat_template_kwargs: ChatTemplateKwargs
@@ -134,6 +136,13 @@ class QualitySection(_Strict):
         "remote", description="remote: the engine's /tokenize and /tokenizer_info (loglikelihood tasks need it; vLLM "
         "needs --enable-tokenizer-info-endpoint); none: generation tasks only")
     limit: int | None = Field(None, gt=0)
+    repeats: int = Field(1, ge=1, le=1000, description="samples per document in every cell: repeat k sends seed "
+                         "`seed`+k with every request, the same seeds in every cell; the analysis pairs per-document "
+                         "means over the repeats")
+    reference_repeats: int | None = Field(None, ge=1, le=1000, description="repeats of the reference cell (default "
+                                          "`repeats`): C cells share one reference, so about sqrt(C) times the "
+                                          "cells' repeats is efficient; two or more give the A/A noise floor")
+    seed: int = Field(1234, description="the seed of repeat 0 (lm-eval's own default)")
     concurrency: int = Field(4, gt=0)
     retries: int = Field(2, ge=0, description="reruns of a failed task (its request cache resumes it)")
     task_timeout_s: float = Field(3600.0, gt=0)
@@ -149,12 +158,22 @@ class QualitySection(_Strict):
                 raise ValueError(f"{where}chat_template_kwargs and think_end_token apply to api: chat only")
         return self
 
+    def repeats_for(self, task: str, reference: bool) -> int:
+        """How many repeats one task runs in a cell (the reference's own count where it is the reference)."""
+        own = self.task_settings.get(task)
+        repeats = (own.repeats if own and own.repeats else None) or self.repeats
+        if reference:
+            return (own.reference_repeats if own and own.reference_repeats else None) or self.reference_repeats \
+                or repeats
+        return repeats
+
     def settings_for(self, task: str) -> dict[str, Any]:
         """The worker's settings for one task (limit and generation): the section's, overridden by the task's own."""
         own = self.task_settings.get(task)
         merged = {key: getattr(self, key) for key in ("limit", *GENERATION_KEYS)}
         if own is not None:
-            merged.update({k: v for k, v in own.model_dump(exclude_unset=True).items() if k != "gen_kwargs"})
+            merged.update({k: v for k, v in own.model_dump(exclude_unset=True).items()
+                           if k not in ("gen_kwargs", "repeats", "reference_repeats")})
             merged["gen_kwargs"] = {**self.gen_kwargs, **own.gen_kwargs}
         return merged
 
@@ -208,12 +227,17 @@ class ReportSection(_Strict):
 
     throughput_scenario: str | None = Field(None, description="default: the first single-stream scenario")
     drift_measure: Literal["accuracy", "kld"] = "accuracy"
+    task_weights: dict[str, float] = Field(default_factory=dict, description="task -> weight in the pooled accuracy "
+                                           "figure (default: every task weighs the same, never by document count)")
 
 
 class GateSection(_Strict):
     """Thresholds for `evalharness gate`; they override the baseline's."""
 
-    max_accuracy_drop: float | None = Field(None, ge=0, description="fails when exceeded and credible (McNemar)")
+    margin: Union[Annotated[float, Field(gt=0)], dict[str, Annotated[float, Field(gt=0)]], None] = Field(
+        None, description="the equivalence margin of every task's accuracy, or task -> margin (with an optional "
+        "'default'): equivalent inside it, worse beyond it, credibly (analysis/equivalence.py)")
+    max_accuracy_drop: float | None = Field(None, ge=0, description="the margin where `margin` is not set")
     hard_accuracy_drop: float | None = Field(None, ge=0, description="fails when exceeded, whatever the sample size")
     alpha: float | None = Field(None, gt=0, lt=1)
     max_flips: int | None = Field(None, ge=0)

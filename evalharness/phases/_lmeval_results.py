@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 NOT_METRICS = {"alias", "name", "sample_len", "sample_count", "samples"}
@@ -61,6 +62,27 @@ def config_headline(config: dict[str, Any] | None, metrics: dict[str, Any]) -> s
         if key in metrics:
             return key
     return fallback_headline(metrics)
+
+
+def aggregation_of(config: dict[str, Any] | None, metric_key: str | None) -> str | None:
+    """The aggregation a leaf task's config gives its headline metric, by name ('mean', 'agg_inst_level_acc',
+    'f1'; a function by its own name); None where the config names none (lm-eval's default for the metric)."""
+    name = (metric_key or "").partition(",")[0]
+    for entry in (config or {}).get("metric_list") or []:
+        if isinstance(entry, dict) and entry.get("metric") == name and entry.get("aggregation") is not None:
+            agg = entry["aggregation"]
+            if callable(agg):
+                return getattr(agg, "__name__", str(agg))
+            text = str(agg)
+            found = re.search(r"function (\w+)", text)  # '<function agg_inst_level_acc at 0x...>'
+            return found.group(1) if found else text.rsplit(".", 1)[-1]
+    return None
+
+
+def higher_is_better_of(results: dict[str, Any], leaf: str, metric_key: str | None) -> bool | None:
+    """lm-eval's own direction for a metric of a leaf task (results['higher_is_better'])."""
+    value = ((results.get("higher_is_better") or {}).get(leaf) or {}).get((metric_key or "").partition(",")[0])
+    return value if isinstance(value, bool) else None
 
 
 def stderr_of(metrics: dict[str, Any], key: str | None) -> float | None:
@@ -134,7 +156,9 @@ def summarize(task: str, results: dict[str, Any], answers: dict[str, dict]) -> t
         headline = config_headline(configs.get(leaf), metrics)
         subtasks[leaf] = {"version": jsonable(versions.get(leaf)), "metric": headline,
                           "value": _number(metrics.get(headline)) if headline else None,
-                          "n": (n_samples.get(leaf) or {}).get("effective")}
+                          "n": (n_samples.get(leaf) or {}).get("effective"),
+                          "aggregation": aggregation_of(configs.get(leaf), headline),
+                          "higher_is_better": higher_is_better_of(results, leaf, headline)}
     own = per_task.get(task, {})
     if group:
         headline = next(iter(_metric_keys(own)), None) or next((s["metric"] for s in subtasks.values()), None)
@@ -144,8 +168,12 @@ def summarize(task: str, results: dict[str, Any], answers: dict[str, dict]) -> t
     if value is None and group:  # a group lm-eval does not aggregate: the pooled mean of its leaves, by size
         sized = [(s["value"], s["n"]) for s in subtasks.values() if s["value"] is not None and s["n"]]
         value = sum(v * n for v, n in sized) / sum(n for _, n in sized) if sized else None
+    first_leaf = next(iter(subtasks.values()))
     summary = {
         "task": task,
+        "aggregation": first_leaf["aggregation"] if group else subtasks[task]["aggregation"],
+        "higher_is_better": (higher_is_better_of(results, task, headline) if group else None)
+        or first_leaf["higher_is_better"],
         "version": jsonable(versions.get(task)),
         "headline": headline,
         "value": value,

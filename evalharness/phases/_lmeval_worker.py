@@ -4,7 +4,7 @@ Usage: python -m evalharness.phases._lmeval_worker SPEC.json
        python -m evalharness.phases._lmeval_worker --check SPEC.json   (load every task's data; run nothing)
 SPEC: {task, include_path, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("remote" |
        "none"), concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs,
-       think_end_token, data, out_dir, cache}; --check takes {tasks: {name: data or null}, include_path,
+       think_end_token, data, seed, out_dir, cache}; --check takes {tasks: {name: data or null}, include_path,
        include_defaults}.
 Writes OUT_DIR/summary.json (headline, value, subtasks, generation statistics, versions; _lmeval_results.py),
 OUT_DIR/samples.jsonl (one row per subtask, document and filter, with every metric, the answer's finish_reason and
@@ -115,6 +115,9 @@ def main(spec_path: str) -> int:
         "tokenizer_backend": "none" if chat else spec.get("tokenizer", "remote"),
         "tokenized_requests": False,
         "record_path": str(answers_path),
+        # sent with every request (lm-eval's TemplateAPI puts its `seed` into each payload): repeat k of a task
+        # sends seed+k, so repeats are fresh draws on an engine that honours it and the same seeds in every cell
+        "seed": int(spec.get("seed", 1234)),
     }
     if chat:
         model_args.update(chat_template_kwargs=spec.get("chat_template_kwargs"),
@@ -142,6 +145,8 @@ def main(spec_path: str) -> int:
         print("lm-eval returned no results", file=sys.stderr)
         return 1
     summary, rows = summarize(spec["task"], results, read_answers(answers_path))
+    for row in rows:
+        row["seed"] = model_args["seed"]
     with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as handle:
         handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from evalharness.phases.retries import ServerDied
-from evalharness.records.measures import GenerationStats, SubtaskScore, TaskScore
+from evalharness.records.measures import GenerationStats, RepeatScore, SubtaskScore, TaskScore
 
 SHIPPED_TASKS = Path(__file__).resolve().parents[2] / "tasks" / "lm_eval"
 
@@ -61,7 +61,9 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
                              attempts=attempt, seconds=round(time.monotonic() - begin, 2),
                              samples=str((task_dir / "samples.jsonl").relative_to(run_dir.absolute())),
                              subtasks={k: SubtaskScore(**v) for k, v in (summary.get("subtasks") or {}).items()},
-                             generation=GenerationStats(**generation) if generation else None)
+                             generation=GenerationStats(**generation) if generation else None,
+                             aggregation=summary.get("aggregation"), higher_is_better=summary.get("higher_is_better"),
+                             seed=spec.get("seed"))
         if code is None:
             error = f"timed out after {timeout_s:.0f}s"
         elif code == 0:
@@ -75,18 +77,41 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
     return TaskScore(task=task, attempts=retries + 1, seconds=round(time.monotonic() - begin, 2), error=error[-1000:])
 
 
+def repeat_dir(cell_dir: Path, task: str, repeat: int) -> Path:
+    """Repeat 0 of a task in quality/<task>/ (where runs before repeats kept it), repeat k in quality/<task>/repeat-k/."""
+    base = cell_dir / "quality" / task
+    return base if repeat == 0 else base / f"repeat-{repeat}"
+
+
 def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run_dir: Path,
                 server_alive: Callable[[], bool], *, include_path: str | None, include_defaults: bool, api: str,
                 tokenizer: str, concurrency: int, limit: int | None, request_timeout_s: float, task_timeout_s: float,
-                retries: int, done: list[TaskScore], per_task: Callable[[str], dict[str, Any]] = lambda task: {}) -> None:
-    """Every task in order; each finished task is appended to `done` at once, so a crash keeps what was finished.
-    `per_task(task)` gives the task's own worker settings: its generation settings and its local data."""
+                retries: int, done: list[TaskScore], per_task: Callable[[str], dict[str, Any]] = lambda task: {},
+                repeats: Callable[[str], int] = lambda task: 1, seed: int = 1234) -> None:
+    """Every task in order, repeat by repeat (all tasks' repeat 0 first, so a cell stopped early has every task
+    once); repeat k sends seed `seed`+k with every request and keeps its own request cache, so no repeat is answered
+    from another's. Each task is appended to `done` when its repeat 0 finishes and its later repeats to it, so a
+    crash keeps what was finished. `per_task(task)`: the task's own worker settings (generation, local data)."""
     spec = {"include_path": include_path, "include_defaults": include_defaults, "base_url": base_url,
             "model": model, "api": api, "tokenizer": tokenizer, "concurrency": concurrency, "limit": limit,
             "timeout_s": request_timeout_s, "max_retries": 5}
-    for task in tasks:
-        done.append(run_task(task, {**spec, **per_task(task)}, cell_dir / "quality" / task, run_dir, server_alive,
-                             retries, task_timeout_s))
+    scores: dict[str, TaskScore] = {}
+    for repeat in range(max((repeats(task) for task in tasks), default=1)):
+        for task in tasks:
+            if repeat >= repeats(task) or (repeat and scores[task].error):
+                continue
+            task_spec = {**spec, **per_task(task), "seed": seed + repeat}
+            score = run_task(task, task_spec, repeat_dir(cell_dir, task, repeat), run_dir, server_alive, retries,
+                             task_timeout_s)
+            if repeat == 0:
+                scores[task] = score
+                done.append(score)
+                continue
+            first = scores[task]
+            first.repeats.append(RepeatScore(repeat=repeat, seed=seed + repeat, value=score.value,
+                                             attempts=score.attempts, seconds=score.seconds, error=score.error,
+                                             samples=score.samples, generation=score.generation))
+            first.seconds = round(first.seconds + score.seconds, 2)
 
 
 class DataMissing(Exception):

@@ -14,6 +14,9 @@ from evalharness.records.io import atomic_write_text
 
 
 class Thresholds(BaseModel):
+    # the equivalence margin per task (a number, or task -> number with an optional 'default'); without it,
+    # max_accuracy_drop is the margin (analysis/equivalence.py)
+    margin: float | dict[str, float] | None = None
     max_accuracy_drop: float | None = 0.05
     hard_accuracy_drop: float | None = 0.2
     alpha: float = 0.05
@@ -28,8 +31,17 @@ class BaselineTask(BaseModel):
     value: float | None = None
     subtask_versions: dict[str, Any] = Field(default_factory=dict, description="a group's subtasks and versions")
     correct: dict[str, float] = Field(default_factory=dict, description="the headline records: "
-                                      "'subtask|doc_id|doc_hash|filter|metric' -> score (analysis/pairing.py); "
-                                      "baselines saved before keep 'doc_id|doc_hash', read as the task's headline")
+                                      "'subtask|doc_id|doc_hash|filter|metric' -> score (analysis/pairing.py), the "
+                                      "mean over the reference's repeats; baselines saved before keep "
+                                      "'doc_id|doc_hash', read as the task's headline")
+    repeats: int = Field(1, description="samples per document behind each mean in `correct`")
+    seeds: list[int] = Field(default_factory=list, description="the seeds of those repeats")
+    weights: dict[str, float] = Field(default_factory=dict, description="an instruction-level metric's instructions "
+                                      "per document (pooled as lm-eval pools them); empty for a document-level one")
+    aggregation: str | None = None
+    higher_is_better: bool | None = None
+    within_doc_variance: float | None = Field(None, description="the reference's variance across repeats, per "
+                                              "document, averaged (its noise floor; None with one repeat)")
 
 
 class BaselineCell(BaseModel):

@@ -1,4 +1,5 @@
-"""A cell's drift from the run's reference cell, as saved in results.json (computed by analysis/drift.py)."""
+"""A cell's drift from the run's reference cell, and the reference's own noise floor, as saved in results.json
+(computed by analysis/drift.py)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,33 @@ class TaskDrift(BaseModel):
     metric: str | None = None  # the reference's headline 'metric,filter' the records were paired on
     comparable: bool = True
     reason: str | None = None
-    paired: int = 0
+    paired: int = 0  # documents paired
     subtasks_paired: dict[str, int] = {}  # a group's paired records per subtask
+    repeats: tuple[int, int] = (1, 1)  # (reference, cell): samples per document each side's means are over
+    higher_is_better: bool = True
+    pooled_instructions: bool = False  # an instruction-level metric, pooled over instructions as lm-eval does
     reference: float | None = None
     cell: float | None = None
-    delta: float | None = None  # cell - reference (negative: the cell is worse)
-    ci_low: float | None = None
+    delta: float | None = None  # cell - reference in the metric's better direction (negative: the cell is worse)
+    ci_low: float | None = None  # delta's two-sided 90% interval: the test's one-sided 95% bounds (analysis/stats.py)
     ci_high: float | None = None
-    p_value: float | None = None  # exact McNemar on per-sample correctness
+    confidence: float = 0.9
+    method: str | None = None  # "score" (paired 0/1: Tango's score test) or "t" (t over per-document means)
+    p_value: float | None = None  # two-sided, no difference, from the same test as the interval
+    exact_mcnemar_p: float | None = None  # single 0/1 samples only, beside the flips
     right_to_wrong: int = 0
     wrong_to_right: int = 0
+    margin: float | None = None
+    outcome: str | None = None  # equivalent | worse | inconclusive (analysis/equivalence.py)
+    noninferior: bool | None = None  # the drop's one-sided 95% upper bound is below the margin
+    p_worse: float | None = None  # one-sided p of "drop <= margin", and Holm-adjusted over the run's comparisons
+    p_worse_adjusted: float | None = None
+    settle_factor: float | None = None  # inconclusive: about this many times the samples would settle it
+
+    @property
+    def drop_upper(self) -> float | None:
+        """The drop's one-sided 95% upper bound (how much worse the cell can be, at most)."""
+        return None if self.ci_low is None else -self.ci_low
 
 
 class Agreement(BaseModel):
@@ -38,15 +56,44 @@ class DistributionDrift(BaseModel):
     same_top_token: float | None = None  # share of positions where both put the same token first
 
 
+class SecondaryChange(BaseModel):
+    """A figure other than accuracy, paired per document (share cut by the budget, empty answers, reasoning
+    length): changed only when its test says so after adjustment AND the change is material."""
+
+    task: str
+    field: str
+    reference: float | None = None
+    cell: float | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    material: bool = False
+    changed: bool = False
+
+
 class CellDrift(BaseModel):
     cell: str
     tasks: list[TaskDrift] = []
     paired: int = 0
-    accuracy_delta: float | None = None  # pooled over every paired sample of every comparable task
-    ci_low: float | None = None
+    accuracy_delta: float | None = None  # pooled: the mean of the tasks' deltas, tasks weighted equally
+    ci_low: float | None = None  # its 90% interval (normal, the tasks independent)
     ci_high: float | None = None
     p_value: float | None = None
     right_to_wrong: int = 0
     wrong_to_right: int = 0
+    outcome: str | None = None  # worse if any task is; equivalent if every task is; else inconclusive
+    worst_drop_upper: float | None = None  # the largest one-sided 95% upper bound of a task's drop
     agreement: Agreement | None = None
     distribution: DistributionDrift | None = None
+
+
+class TaskNoise(BaseModel):
+    """What an unchanged configuration produces on one task: the reference's repeats, split into two disjoint
+    halves of its seeds and compared like any cell (the A/A row), and the within-document variance."""
+
+    task: str
+    repeats: int
+    documents: int = 0
+    within_doc_variance: float | None = None  # mean over documents of the unbiased variance across repeats
+    seeds_a: list[int] = []
+    seeds_b: list[int] = []
+    aa: TaskDrift | None = None  # half b against half a

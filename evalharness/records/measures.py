@@ -92,6 +92,22 @@ class SubtaskScore(BaseModel):
     metric: str | None = None  # its headline 'metric,filter', from its own config
     value: float | None = None
     n: int | None = None
+    aggregation: str | None = None  # the headline metric's aggregation in the config ('mean', 'agg_inst_level_acc')
+    higher_is_better: bool | None = None
+
+
+class RepeatScore(BaseModel):
+    """One more repeat of a task (quality.repeats), with its own seed sent on every request: repeat 0 is the
+    TaskScore itself; repeat k lives in quality/<task>/repeat-<k>/."""
+
+    repeat: int
+    seed: int | None = None
+    value: float | None = None
+    attempts: int = 1
+    seconds: float = 0.0
+    error: str | None = None
+    samples: str | None = None  # relative to the run folder
+    generation: GenerationStats | None = None
 
 
 class TaskScore(BaseModel):
@@ -107,6 +123,17 @@ class TaskScore(BaseModel):
     samples: str | None = None  # relative to the run folder
     subtasks: dict[str, SubtaskScore] = {}  # a group's leaf tasks; empty for a single task
     generation: GenerationStats | None = None
+    aggregation: str | None = None  # the headline metric's aggregation in the task's config (None: not recorded)
+    higher_is_better: bool | None = None  # from lm-eval's results (None: not recorded, taken as True)
+    seed: int | None = None  # the seed sent with every request of repeat 0 (None: lm-eval's 1234, before repeats)
+    repeats: list[RepeatScore] = []  # repeats 1..R-1, each with its own seed; the same seeds in every cell
+
+    def all_repeats(self) -> list[tuple[int, str | None, str | None]]:
+        """(repeat, samples path, error) of every repeat, repeat 0 first."""
+        return [(0, self.samples, self.error), *((r.repeat, r.samples, r.error) for r in self.repeats)]
+
+    def finished_repeats(self) -> int:
+        return sum(1 for _, samples, error in self.all_repeats() if samples and not error)
 
 
 class ProbeOutput(BaseModel):

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from evalharness.records.drift import CellDrift
+from evalharness.records.drift import CellDrift, TaskNoise
 from evalharness.records.measures import CrashReason, LogWarning, ProbeSummary, RequestTally, ScenarioResult, TaskScore
 
 SCHEMA_VERSION = 1
@@ -102,6 +102,7 @@ class RunResult(BaseModel):
     interrupted: bool = False
     notes: list[str] = []
     no_effect: list[NoEffect] = []  # recomputed with the drift (`report` refreshes it)
+    noise: list[TaskNoise] = []  # the reference's A/A per task, from its repeats (recomputed with the drift)
 
     def pending(self) -> list[str]:
         return [cid for cid in self.cell_order if cid not in self.cells]

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from evalharness.analysis.compare import CellComparison, RunComparison, ScenarioChange
+from evalharness.render.drift import interval_text
 from evalharness.render.markdown import markdown_table, md_text
 
 VERDICTS = {"fails": "**fails the gate**", "changed": "**changed beyond noise**", "differs": "differs",
@@ -25,10 +26,6 @@ def _id(cell: str) -> str:
 def _name(cell: CellComparison) -> str:
     renamed = f" (was {_id(cell.base_id)})" if cell.base_id and cell.base_id != cell.cell else ""
     return _id(cell.cell) + renamed
-
-
-def _interval(delta: float | None, low: float | None, high: float | None) -> str:
-    return "" if delta is None else f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
 def _ratio(s: ScenarioChange) -> str:
@@ -56,7 +53,7 @@ def _accuracy(cell: CellComparison) -> str:
     if acc is None or acc.accuracy_delta is None:
         return ""
     p = f", p={acc.p_value:.3g}" if acc.p_value is not None else ""
-    return (f"accuracy Δ {_interval(acc.accuracy_delta, acc.ci_low, acc.ci_high)} on {acc.paired} paired samples{p}, "
+    return (f"accuracy Δ {interval_text(acc.accuracy_delta, acc.ci_low, acc.ci_high)} on {acc.paired} paired samples{p}, "
             f"flips {acc.right_to_wrong} r→w / {acc.wrong_to_right} w→r")
 
 
@@ -109,14 +106,14 @@ def _table(cmp: RunComparison) -> str:
         dist = acc.distribution if acc else None
         rows.append([
             _name(cell), VERDICTS[cell.verdict], md_text(status),
-            _interval(acc.accuracy_delta, acc.ci_low, acc.ci_high) if acc else "",
-            f"{acc.p_value:.3g}" if acc and acc.p_value is not None else "",
+            interval_text(acc.accuracy_delta, acc.ci_low, acc.ci_high) if acc else "",
+            f"{cell.accuracy_p:.3g}" if cell.accuracy_p is not None else "",
             f"{acc.right_to_wrong} / {acc.wrong_to_right}" if acc and acc.paired else "",
             ", ".join(f"{md_text(s.name)} {_ratio(s)}" for s in cell.scenarios),
             f"{agreement.identical}/{agreement.total}" if agreement else "",
             f"{dist.mean_kld:.4f}" if dist and dist.available else "",
         ])
-    return markdown_table(["cell", "verdict", "status", "accuracy Δ [95% CI]", "McNemar p", "flips r→w / w→r",
+    return markdown_table(["cell", "verdict", "status", "accuracy Δ [90%]", "p (adjusted)", "flips r→w / w→r",
                            "tok/s head/base [95% CI where repeated]", "probes identical", "KLD head‖base"], rows)
 
 
@@ -159,11 +156,15 @@ def _tasks(cmp: RunComparison) -> list[str]:
                 rows.append([_name(cell), md_text(t.task), "", "", "", "", "", "", md_text(t.reason or "")])
                 continue
             rows.append([_name(cell), md_text(t.task), str(t.paired), f"{t.reference:.3f}", f"{t.cell:.3f}",
-                         _interval(t.delta, t.ci_low, t.ci_high), f"{t.p_value:.3g}",
-                         f"{t.right_to_wrong} / {t.wrong_to_right}", ""])
+                         interval_text(t.delta, t.ci_low, t.ci_high), f"{t.p_value:.3g}",
+                         f"{t.right_to_wrong} / {t.wrong_to_right}" if t.method == "score" else "",
+                         f"{t.outcome or ''}; repeats {t.repeats[0]} / {t.repeats[1]}"])
     return ["## Accuracy per task, paired across the runs", "",
-            markdown_table(["cell", "task", "paired", "base", "head", "Δ [95% CI]", "McNemar p", "flips r→w / w→r",
-                            "note"], rows), ""] if rows else []
+            "Δ head minus base with a 90% interval; p of no difference from the same test (paired score test on "
+            "single 0/1 samples, t over documents on means over repeats), before the adjustment across cells; the "
+            "verdict is against the task's margin.", "",
+            markdown_table(["cell", "task", "paired", "base", "head", "Δ [90%]", "p", "flips r→w / w→r",
+                            "verdict; repeats"], rows), ""] if rows else []
 
 
 def _scenarios(cmp: RunComparison) -> list[str]:
@@ -171,14 +172,19 @@ def _scenarios(cmp: RunComparison) -> list[str]:
              "" if s.head_tok_s is None else f"{s.head_tok_s:.1f}", _ratio(s),
              f"{s.repeats[0]} / {s.repeats[1]}" if s.ci_low is not None else "one measurement each"]
             for c in cmp.cells for s in c.scenarios]
-    return ["## Throughput", "", markdown_table(["cell", "scenario", "base tok/s", "head tok/s", "head/base [95% CI]",
+    return ["## Throughput", "", markdown_table(["cell", "scenario", "base tok/s", "head tok/s", "head/base [95% t, logs]",
                                                  "repeats base / head"], rows), ""] if rows else []
 
 
 def _extras(cmp: RunComparison) -> list[str]:
-    rows = [[_name(c), md_text(e.task), md_text(e.field), _value(e.base), _value(e.head)]
+    rows = [[_name(c), md_text(e.task), md_text(e.field), _value(e.reference), _value(e.cell),
+             "" if e.p_adjusted is None else f"{e.p_adjusted:.3g}", "yes" if e.material else "no",
+             "**changed**" if e.changed else "within noise"]
             for c in cmp.cells for e in c.extras]
-    return ["## Reasoning and truncation", "", markdown_table(["cell", "task", "figure", "base", "head"], rows),
+    return ["## Reasoning, truncation and empty answers", "",
+            "Paired per document (means over repeats); p after Benjamini-Hochberg over the cell's figures; material: "
+            "at least 2 points of the answers, or a tenth of the reasoning length.", "",
+            markdown_table(["cell", "task", "figure", "base", "head", "p (BH)", "material", ""], rows),
             ""] if rows else []
 
 

@@ -13,6 +13,7 @@ from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, other_kind
 from evalharness.records.run import CellResult, RunResult
+from evalharness.render.drift import drift_section, interval_text, verdict_text
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.quality import quality_section
 from evalharness.render.server import server_section
@@ -68,7 +69,7 @@ def render_markdown(run: RunResult) -> str:
         parts += ["", "Scores are the task's headline metric (the first metric and filter of its lm-eval config; "
                       "named in Quality tasks) ± its standard error, from lm-eval's per-sample records in "
                       "`cells/<id>/quality/<task>/`."]
-    parts += ["", *quality_section(run), *_drift_section(run), *throughput_section(run), *timing_section(run),
+    parts += ["", *quality_section(run), *drift_section(run), *throughput_section(run), *timing_section(run),
               *server_section(run),
               *_garbage_section(run), *_differences_section(run)]
     parts += _no_effect_section(run)
@@ -90,12 +91,6 @@ def _vs_reference(tp: float, tp_range, ref: float, ref_range, is_reference: bool
         else f"{ratio:.2f}x"
 
 
-def _interval(delta: float | None, low: float | None, high: float | None) -> str:
-    if delta is None:
-        return ""
-    return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
-
-
 def pareto_section(run: RunResult) -> list[str]:
     chart = pareto(run)
     scenario, measure = chart.scenario, chart.measure
@@ -108,11 +103,12 @@ def pareto_section(run: RunResult) -> list[str]:
         d = run.cells[cid].drift
         dist_text, same_text = "", ""
         if cid == run.reference:
-            acc, p_text, flips, agree = "reference", "", "", ""
+            verdict, acc, p_text, flips, agree = "reference", "", "", "", ""
         elif d is None:
-            acc, p_text, flips, agree = "not measured", "", "", ""
+            verdict, acc, p_text, flips, agree = "not measured", "", "", "", ""
         else:
-            acc = _interval(d.accuracy_delta, d.ci_low, d.ci_high) or "no paired samples"
+            verdict = verdict_text(d.outcome, d.worst_drop_upper)
+            acc = interval_text(d.accuracy_delta, d.ci_low, d.ci_high) or "no paired samples"
             p_text = "" if d.p_value is None else f"{d.p_value:.3g}"
             flips = f"{d.right_to_wrong} / {d.wrong_to_right}"
             agree = f"{d.agreement.identical}/{d.agreement.total}" if d.agreement else ""
@@ -129,7 +125,7 @@ def pareto_section(run: RunResult) -> list[str]:
             "" if tp is None or not ref_tp else _vs_reference(tp, scenario_range(run.cells[cid], scenario), ref_tp,
                                                               ref_range, cid == run.reference)
             + (" (other machine)" if other_kind(run, cid) else ""),
-            acc, p_text, flips, agree, dist_text, same_text,
+            verdict, acc, p_text, flips, agree, dist_text, same_text,
             ", ".join(f"`{c}`" for c in point.dominated_by) if point else "",
         ])
     if not rows:
@@ -137,12 +133,16 @@ def pareto_section(run: RunResult) -> list[str]:
     out = ["## Pareto: throughput against drift", "",
            f"Throughput: output tokens/s in scenario `{md_text(scenario or 'none')}`"
            f"{_noise_note(run, scenario)}; drift: "
-           f"{'accuracy drop' if measure == 'accuracy' else 'mean KL divergence'} against the reference "
-           "(lower is better). Accuracy Δ is cell minus reference over every paired sample of every task, with a "
-           "paired-bootstrap 95% interval and an exact McNemar p-value; flips are right→wrong / wrong→right; KLD is "
-           "over the shared top-5 of the reference's greedy continuations (mean / p99).", "",
-           markdown_table(["cell", "on front", "output tok/s", "vs reference", "accuracy Δ [95% CI]", "p",
-                           "flips", "probes identical", "KLD mean / p99", "same top token", "dominated by"], rows), ""]
+           f"{'the accuracy verdict' if measure == 'accuracy' else 'mean KL divergence'} against the reference. "
+           "The verdict is per task against its margin (Drift per task), the cell's the worst of its tasks': "
+           "**equivalent** cells are tied with the reference on accuracy, **inconclusive** ones rank below them and "
+           "**worse** ones below that, so noise never makes a cell dominate; `drop ≤ x` is the largest one-sided 95% "
+           "upper bound of a task's drop. Pooled Δ is the mean of the tasks' Δ (tasks weighted equally), cell minus "
+           "reference, with a 90% interval; flips are right→wrong / wrong→right over tasks with single 0/1 samples; "
+           "KLD is over the shared top-5 of the reference's greedy continuations (mean / p99).", "",
+           markdown_table(["cell", "on front", "output tok/s", "vs reference", "accuracy verdict",
+                           "pooled Δ [90%]", "p", "flips", "probes identical", "KLD mean / p99", "same top token",
+                           "dominated by"], rows), ""]
     if mixed_caveat(run):
         out[2:2] = [mixed_caveat(run), ""]
     failed = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status != "ok"]
@@ -183,26 +183,6 @@ def _score(task: TaskScore | None) -> str:
     return text + (f" ± {task.stderr:.3f}" if task.stderr is not None else "")
 
 
-def _drift_section(run: RunResult) -> list[str]:
-    rows = []
-    for cid in run.cell_order:
-        cell = run.cells.get(cid)
-        if cell is None or cell.drift is None:
-            continue
-        for t in cell.drift.tasks:
-            if not t.comparable:
-                rows.append([f"`{cid}`", md_text(t.task), "", "", "", "", "", "", md_text(t.reason or "")])
-                continue
-            rows.append([f"`{cid}`", md_text(t.task), str(t.paired), f"{t.reference:.3f}", f"{t.cell:.3f}",
-                         _interval(t.delta, t.ci_low, t.ci_high), f"{t.p_value:.3g}",
-                         f"{t.right_to_wrong} / {t.wrong_to_right}", ""])
-    if not rows:
-        return []
-    return ["## Drift per task", "",
-            markdown_table(["cell", "task", "paired", "reference", "cell", "Δ [95% CI]", "McNemar p", "flips r→w / w→r",
-                            "note"], rows), ""]
-
-
 def summary_markdown(run: RunResult, limit: int = 12) -> str:
     """The short form for a pull-request comment or $GITHUB_STEP_SUMMARY: fits on a screen."""
     chart = pareto(run)
@@ -215,10 +195,10 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
         rows = []
         for p in sorted(points, key=lambda p: -p.throughput)[:limit]:
             d = run.cells[p.cell].drift
-            acc = "reference" if p.cell == run.reference else (_interval(d.accuracy_delta, d.ci_low, d.ci_high) if d else "")
+            acc = "reference" if p.cell == run.reference else (verdict_text(d.outcome, d.worst_drop_upper) if d else "")
             noise = (p.low, p.high) if p.low is not None and p.high is not None else None
             rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", tok_s_text(p.throughput, noise), acc])
-        lines += [markdown_table(["cell", "", f"tok/s ({md_text(scenario or '')})", "accuracy Δ [95% CI]"], rows), ""]
+        lines += [markdown_table(["cell", "", f"tok/s ({md_text(scenario or '')})", "accuracy verdict"], rows), ""]
     bad = [c for c in run.cells.values() if c.status != "ok"]
     for cell in bad[:limit]:
         lines.append(f"- `{cell.id}` **{cell.status}**: {md_text(cell.reason or '', 160)}")

@@ -94,7 +94,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         state.phase = "probes"
         return server
     if matrix.quality is not None:
-        quality_phase(matrix, state, progress, alive)
+        quality_phase(matrix, state, progress, alive, reference_id)
     if matrix.throughput is not None:
         throughput_phase(matrix, engine, state, progress, alive)
     if state.status == "ok":

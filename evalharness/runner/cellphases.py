@@ -148,7 +148,7 @@ def probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id
         state.status, state.reason = "garbage", summary.reason
 
 
-def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) -> None:
+def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, reference_id: str | None = None) -> None:
     quality = matrix.quality
     assert quality is not None
     state.enter("quality", progress)
@@ -161,6 +161,7 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive) -> 
         retries=quality.retries, done=state.quality,
         per_task=lambda task: {**quality.settings_for(task),
                                "data": quality.data[task].model_dump() if task in quality.data else None},
+        repeats=lambda task: quality.repeats_for(task, reference=state.cell.id == reference_id), seed=quality.seed,
     )
     failed = [t.task for t in state.quality if t.error]
     if failed and state.status == "ok":

@@ -72,7 +72,7 @@ def test_credible_drop_fails_with_a_readable_message(tmp_path, baseline):
     correct = [0] * 30 + [1] * 130 + [0] * 40  # 30 right->wrong on 200: drop 0.15, p ~ 2e-9
     run = _run(tmp_path / "run", {"ref": correct})
     [violation] = check(run, tmp_path / "run", baseline)
-    assert "drop 0.150 exceeds 0.05 and is credible" in violation and "30 right->wrong" in violation
+    assert "drop +0.150 [90%: +0.109, +0.202]" in violation and "worse" in violation
 
 
 def test_large_drop_fails_even_on_few_samples(tmp_path):
@@ -111,7 +111,7 @@ def test_cli_exit_codes_and_round_trip(tmp_path, baseline, capsys):
     assert main(["gate", str(tmp_path / "good"), "--baseline", str(path)]) == 0
     _run(tmp_path / "bad", {"ref": [0] * 30 + [1] * 130 + [0] * 40})
     assert main(["gate", str(tmp_path / "bad"), "--baseline", str(path)]) == 1
-    assert "credible" in capsys.readouterr().out
+    assert "worse" in capsys.readouterr().out
     (tmp_path / "broken.json").write_text("{")
     assert main(["gate", str(tmp_path / "good"), "--baseline", str(tmp_path / "broken.json")]) == 2
     assert main(["gate", str(tmp_path / "nope"), "--baseline", str(path)]) == 2

@@ -6,7 +6,7 @@ import pytest
 
 from evalharness.analysis.drift import compare_cells, probe_agreement
 from evalharness.analysis.pareto import ParetoPoint, pareto_front
-from evalharness.analysis.stats import mcnemar_exact, paired_bootstrap, topk_kl
+from evalharness.analysis.stats import mcnemar_exact, paired_evidence, topk_kl
 from evalharness.records.measures import Scored, percentiles
 
 
@@ -21,17 +21,16 @@ def test_mcnemar_on_known_tables():
     assert mcnemar_exact(2, 8) == pytest.approx(112 / 1024)
 
 
-def test_paired_bootstrap_covers_a_known_difference():
-    # 200 documents; the cell loses 20 answers and gains none: the true difference is -0.10
+def test_paired_interval_covers_a_known_difference():
+    # 200 documents; the cell loses 20 answers and gains none: the drop is 0.10
     reference = [1.0] * 150 + [0.0] * 50
     cell = [0.0] * 20 + [1.0] * 130 + [0.0] * 50
-    delta, low, high = paired_bootstrap(reference, cell, seed=1)
-    assert delta == pytest.approx(-0.10)
-    assert low < -0.10 < high and high < 0  # the interval excludes zero: a credible drop
-    same, low, high = paired_bootstrap(reference, reference)
-    assert same == low == high == 0.0
+    evidence = paired_evidence(reference, cell)
+    low, high = evidence.interval(0.95)
+    assert evidence.estimate == pytest.approx(0.10) and evidence.method == "score"
+    assert 0 < low < 0.10 < high  # the interval excludes zero: a credible drop
     with pytest.raises(ValueError):
-        paired_bootstrap([1.0], [1.0, 0.0])
+        paired_evidence([1.0], [1.0, 0.0])
 
 
 def test_kl_of_known_distributions():

@@ -1,0 +1,117 @@
+"""Three outcomes for a paired accuracy drop against a margin, and what would settle an inconclusive one (pure).
+
+For one task of one cell, with the drop D (reference minus cell, positive is worse) and the task's margin m:
+
+- **equivalent**: the drop's two-sided 90% interval lies inside (-m, m) (TOST: both one-sided tests at alpha 0.05);
+- **worse**: the drop's one-sided 95% lower bound lies above m, i.e. H0 "D <= m" is rejected, its p-value Holm-
+  adjusted over the family of comparisons the caller makes (every task of every cell in a run or a gate), so that a
+  run in which nothing changed fails at most alpha of the time, however many cells it has;
+- **inconclusive**: neither; `samples_to_settle` says by how much the samples would have to grow for the estimate,
+  if it held, to be settled either way.
+
+The gate passes a task on **non-inferiority** (the one-sided 95% upper bound below m; no adjustment is needed for
+"every task passes": an intersection-union test keeps alpha), fails it on **worse**, and is otherwise inconclusive.
+A cell is worse when any task is; equivalent (or non-inferior) when every task is; otherwise inconclusive.
+Each test is the one its interval inverts (analysis/stats.py `PairedEvidence`), so verdict and interval agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Literal, Mapping
+
+from scipy.stats import norm
+
+from evalharness.analysis.stats import PairedEvidence, holm
+
+Outcome = Literal["equivalent", "worse", "inconclusive"]
+GateOutcome = Literal["pass", "fail", "inconclusive"]
+DEFAULT_MARGIN = 0.05  # the margin when a matrix sets neither gate.margin nor gate.max_accuracy_drop
+DEFAULT_ALPHA = 0.05
+
+
+def margin_for(task: str, gate: Mapping | None) -> float:
+    """A task's margin from a matrix's (or baseline's) gate settings: gate.margin (a number, or per task with an
+    optional `default`), else max_accuracy_drop, else DEFAULT_MARGIN."""
+    gate = gate or {}
+    margin = gate.get("margin")
+    if isinstance(margin, Mapping):
+        if task in margin:
+            return float(margin[task])
+        if margin.get("default") is not None:
+            return float(margin["default"])
+    elif margin is not None:
+        return float(margin)
+    fallback = gate.get("max_accuracy_drop")
+    return float(fallback) if fallback is not None else DEFAULT_MARGIN
+
+
+@dataclass(frozen=True)
+class TaskDecision:
+    outcome: Outcome
+    noninferior: bool  # the gate's pass: the one-sided upper bound of the drop below the margin
+    drop_low: float  # the drop's two-sided 90% interval (= the one-sided 95% bounds)
+    drop_high: float
+    p_worse: float  # one-sided p of H0 "drop <= margin", before adjustment
+    p_worse_adjusted: float
+    settle_factor: float | None  # inconclusive: how many times the samples would settle it (None: cannot)
+
+
+def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjusted: float) -> TaskDecision:
+    low, high = evidence.interval(1 - 2 * alpha)
+    equivalent = -margin < low and high < margin
+    worse = p_worse_adjusted < alpha
+    outcome: Outcome = "worse" if worse else "equivalent" if equivalent else "inconclusive"
+    return TaskDecision(outcome=outcome, noninferior=high < margin, drop_low=low, drop_high=high,
+                        p_worse=evidence.p_above(margin), p_worse_adjusted=p_worse_adjusted,
+                        settle_factor=None if outcome != "inconclusive" else
+                        samples_to_settle(evidence, margin, alpha, p_worse_adjusted))
+
+
+def samples_to_settle(evidence: PairedEvidence, margin: float, alpha: float, adjusted: float = 0.0) -> float | None:
+    """How many times the present samples (documents x repeats) would make the standard error small enough for the
+    present estimate to be called equivalent (|D| + z se < m) or, for a drop above the margin, worse (D - z se > m);
+    the easier of the two. None when neither can happen at this estimate (it sits on the margin) or no spread is
+    known. Assumes the standard error falls as one over the square root of the samples."""
+    se = evidence.standard_error()
+    if se <= 0:
+        return None
+    d = evidence.estimate
+    z = float(norm.ppf(1 - alpha))
+    goals = []
+    if abs(d) < margin:
+        goals.append((margin - abs(d)) / z)
+    if d > margin:
+        goals.append((d - margin) / z)
+    goals = [g for g in goals if g > 0]
+    if not goals:
+        return None
+    return max(1.0, (se / max(goals)) ** 2)
+
+
+def decide_family(evidence: Mapping[tuple[str, str], tuple[PairedEvidence, float]],
+                  alpha: float) -> dict[tuple[str, str], TaskDecision]:
+    """Decisions for a family of (cell, task) comparisons, each with its margin, the worse-tests Holm-adjusted over
+    the whole family."""
+    keys = list(evidence)
+    raw = [evidence[k][0].p_above(evidence[k][1]) for k in keys]
+    adjusted = holm(raw)
+    return {k: decide(evidence[k][0], evidence[k][1], alpha, p) for k, p in zip(keys, adjusted)}
+
+
+def cell_outcome(outcomes: Iterable[Outcome]) -> Outcome | None:
+    """worse if any task is worse; equivalent if every task is; inconclusive otherwise (None: no task)."""
+    outcomes = list(outcomes)
+    if not outcomes:
+        return None
+    if "worse" in outcomes:
+        return "worse"
+    return "equivalent" if all(o == "equivalent" for o in outcomes) else "inconclusive"
+
+
+def gate_outcome(decisions: Iterable[TaskDecision]) -> GateOutcome:
+    """fail if any task is worse; pass if every task is non-inferior; inconclusive otherwise."""
+    decisions = list(decisions)
+    if any(d.outcome == "worse" for d in decisions):
+        return "fail"
+    return "pass" if all(d.noninferior for d in decisions) else "inconclusive"

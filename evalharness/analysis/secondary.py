@@ -1,0 +1,69 @@
+"""Secondary endpoints of a task, paired per document between two sides: the share of answers cut by the token
+budget (finish_reason "length"), the share of empty answers, and the reasoning length. A backend that makes a model
+think twice as long or truncate more drifts even at equal accuracy, yet two runs of one sampled configuration always
+differ in these as floats: a figure is *changed* only when its paired test says so after Benjamini-Hochberg over the
+cell's secondary tests AND the change is material (MATERIAL_SHARE points for a share, MATERIAL_RATIO for a length).
+
+Reads records (the samples files) only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalharness.analysis.stats import benjamini_hochberg, paired_evidence
+from evalharness.records.cellfiles import load_samples
+from evalharness.records.drift import SecondaryChange
+from evalharness.records.measures import TaskScore
+
+MATERIAL_SHARE = 0.02  # two points of the answers cut or empty
+MATERIAL_RATIO = 0.10  # a tenth longer or shorter reasoning
+FIELDS = ("truncated_share", "empty_share", "reasoning_chars")
+
+
+def _answer_figures(row: dict) -> dict[str, float]:
+    return {"truncated_share": float(row.get("finish_reason") == "length"),
+            "empty_share": float(not str(row.get("answer") or "").strip()),
+            "reasoning_chars": float(len(row.get("reasoning") or ""))}
+
+
+def per_document(run_dir: Path, score: TaskScore) -> dict[str, dict[str, float]]:
+    """field -> document -> mean over the task's repeats (one answer per document and repeat: its filters share it).
+    Rows without a finish_reason (loglikelihood tasks, records before it was kept) give nothing."""
+    sums: dict[str, dict[str, list[float]]] = {f: {} for f in FIELDS}
+    for _, samples, error in score.all_repeats():
+        if not samples or error:
+            continue
+        seen = set()
+        for row in load_samples(run_dir / samples):
+            doc = f"{row.get('task') or score.task}|{row.get('doc_id')}|{row.get('doc_hash')}"
+            if doc in seen or row.get("finish_reason") is None:
+                continue
+            seen.add(doc)
+            for field, value in _answer_figures(row).items():
+                sums[field].setdefault(doc, []).append(value)
+    return {f: {d: sum(v) / len(v) for d, v in docs.items()} for f, docs in sums.items()}
+
+
+def secondary_changes(ref_score: TaskScore, ref_dir: Path, cell_score: TaskScore, cell_dir: Path,
+                      alpha: float) -> list[SecondaryChange]:
+    """Each secondary figure of one task, both sides paired per document, tested and judged for materiality."""
+    ref, cell = per_document(ref_dir, ref_score), per_document(cell_dir, cell_score)
+    out = []
+    for field in FIELDS:
+        docs = [d for d in ref[field] if d in cell[field]]
+        if not docs:
+            continue
+        before, after = [ref[field][d] for d in docs], [cell[field][d] for d in docs]
+        mean_b, mean_a = sum(before) / len(docs), sum(after) / len(docs)
+        if field == "reasoning_chars" and mean_b == 0 and mean_a == 0:
+            continue  # no reasoning on either side
+        evidence = paired_evidence(before, after)
+        material = (abs(mean_a - mean_b) >= MATERIAL_SHARE if field != "reasoning_chars" else
+                    abs(mean_a - mean_b) >= MATERIAL_RATIO * max(mean_b, 1.0))
+        out.append(SecondaryChange(task=ref_score.task, field=field, reference=mean_b, cell=mean_a,
+                                   p_value=evidence.p_no_difference(), material=material))
+    for change, adjusted in zip(out, benjamini_hochberg([c.p_value or 1.0 for c in out])):
+        change.p_adjusted = adjusted
+        change.changed = change.material and adjusted < alpha
+    return out

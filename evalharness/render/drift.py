@@ -1,0 +1,106 @@
+"""The report's drift section: per cell and task the paired Δ with its interval, margin, verdict and test, the
+reference's A/A rows (its noise floor), and what the engine does with per-request seeds. Pure; reads records."""
+
+from __future__ import annotations
+
+import math
+
+from evalharness.records.run import RunResult
+from evalharness.render.markdown import markdown_table, md_text
+
+
+def interval_text(delta: float | None, low: float | None, high: float | None) -> str:
+    if delta is None:
+        return ""
+    return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def verdict_text(outcome: str | None, drop_upper: float | None) -> str:
+    """'**worse**', 'equivalent (drop ≤ 0.012)', 'inconclusive (drop ≤ 0.081)'."""
+    if outcome is None:
+        return "no paired samples"
+    name = f"**{outcome}**" if outcome == "worse" else outcome
+    return name + (f" (drop ≤ {drop_upper:.3f})" if drop_upper is not None else "")
+
+
+def _settle(t) -> str:
+    if t.outcome != "inconclusive":
+        return ""
+    if t.settle_factor is None:
+        return "no sample size settles it at this estimate"
+    repeats = max(t.repeats)
+    return f"≈{t.settle_factor:.1f}× the samples (e.g. {math.ceil(repeats * t.settle_factor)} repeats) would settle it"
+
+
+def _method(t) -> str:
+    test = "paired score test" if t.method == "score" else "t over documents"
+    pooled = ", instructions pooled" if t.pooled_instructions else ""
+    lower = ", lower is better" if not t.higher_is_better else ""
+    return f"{test}{pooled}{lower}; repeats {t.repeats[0]} / {t.repeats[1]}"
+
+
+def _drift_row(label: str, t) -> list[str]:
+    if not t.comparable:
+        return [label, md_text(t.task), "", "", "", "", "", "", "", "", md_text(t.reason or "", 300)]
+    flips = f"{t.right_to_wrong} / {t.wrong_to_right}" if t.method == "score" else ""
+    p = f"{t.p_value:.3g}" + (f" (exact McNemar {t.exact_mcnemar_p:.3g})" if t.exact_mcnemar_p is not None else "")
+    return [label, md_text(t.task), str(t.paired), f"{t.reference:.3f}", f"{t.cell:.3f}",
+            interval_text(t.delta, t.ci_low, t.ci_high), "" if t.margin is None else f"±{t.margin:g}",
+            verdict_text(t.outcome, t.drop_upper), p, flips, md_text("; ".join(x for x in (_method(t), _settle(t)) if x))]
+
+
+def drift_section(run: RunResult) -> list[str]:
+    rows = []
+    for noise in run.noise:
+        if noise.aa is not None:
+            seeds = f"A/A: seeds {','.join(map(str, noise.seeds_a)) or '?'} vs {','.join(map(str, noise.seeds_b)) or '?'}"
+            rows.append(_drift_row(f"`{run.reference}` ({seeds})", noise.aa))
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is None or cell.drift is None:
+            continue
+        rows += [_drift_row(f"`{cid}`", t) for t in cell.drift.tasks]
+    if not rows:
+        return []
+    family = sum(1 for c in run.cells.values() if c.drift for t in c.drift.tasks if t.outcome is not None)
+    out = ["## Drift per task", "",
+           "Δ is cell minus reference in the metric's better direction, over the documents both scored, each side's "
+           "per-document mean over its repeats, with a two-sided 90% interval (its ends are the one-sided 95% "
+           "bounds). Against the task's margin m (`gate.margin`, else `gate.max_accuracy_drop`): **equivalent** when "
+           "the interval lies inside ±m; **worse** when the drop's lower bound lies above m, the test Holm-adjusted "
+           f"over the run's {family} task comparisons so that an unchanged matrix calls a cell worse at most alpha of "
+           "the time; otherwise **inconclusive**, with how many more samples would settle it if the estimate held. "
+           "Single 0/1 samples are tested with the paired score test (continuity-corrected, never a zero-width "
+           "interval), per-document means with a t-test over documents. The p-value is the same test's, of no "
+           "difference."]
+    if run.noise:
+        out += ["", "The rows marked A/A compare the reference with itself: its repeats split into two disjoint halves "
+                    "of seeds, what an unchanged configuration produces at these sizes (its Δ, flips and verdict are "
+                    "the noise floor). Within-document variance across the reference's repeats: " + ", ".join(
+                        f"{md_text(n.task)} {n.within_doc_variance:.4f} ({n.repeats} repeats, {n.documents} documents)"
+                        for n in run.noise if n.within_doc_variance is not None) + "."]
+    out += ["", markdown_table(["cell", "task", "paired", "reference", "cell", "Δ [90%]", "margin", "verdict", "p",
+                                "flips r→w / w→r", "test; note"], rows), ""]
+    return out + _seed_note(run)
+
+
+def _seed_note(run: RunResult) -> list[str]:
+    """Whether repeats rest on the engine honouring per-request seeds: say so rather than assume reproducibility."""
+    seeded = [t for c in run.cells.values() for t in c.quality if t.repeats]
+    if not seeded:
+        return []
+    return [f"Quality repeats send their own seed with every request (repeat k: seed {seeded[0].seed or 1234}+k, the "
+            "same seeds in every cell). Each repeat is analysed as an independent draw whatever the engine does with "
+            "the seed; whether the engine reproduces a seed's answers is not assumed "
+            f"({md_text(seed_statement(run.meta.engine))}).", ""]
+
+
+def seed_statement(engine: str) -> str:
+    """What each engine does with the OpenAI `seed` of a request, from its source."""
+    return {
+        "vllm": "vLLM gives a seeded request its own torch generator, `generator.manual_seed(seed)` "
+                "(v1/worker/gpu_model_runner.py), so a seed repeats its draws while batching and kernels stay alike",
+        "sglang": "SGLang maps `seed` to `sampling_seed` (srt/entrypoints/openai/protocol.py) and uses it only "
+                  "with --enable-deterministic-inference (srt/sampling/sampling_batch_info.py): otherwise it is "
+                  "ignored and repeats of one seed differ",
+    }.get(engine, "an external endpoint: unknown whether it honours per-request seeds")
