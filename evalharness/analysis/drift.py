@@ -77,7 +77,7 @@ def evidence_of(out: TaskDrift, ref: SideScores, cell: SideScores,
     out.pooled_instructions = paired.weights is not None
     out.reference = sum(w * v for w, v in zip(weights, paired.before)) / total
     out.cell = sum(w * v for w, v in zip(weights, paired.after)) / total
-    out.delta = -evidence.estimate
+    out.delta = -evidence.estimate + 0.0  # + 0.0: no '-0.000' for no change
     out.method = evidence.method
     out.p_value = evidence.p_no_difference()
     if evidence.method == "score":
@@ -90,7 +90,7 @@ def apply_decision(drift: TaskDrift, decision: TaskDecision, margin: float) -> N
     drift.margin = margin
     drift.outcome = decision.outcome
     drift.noninferior = decision.noninferior
-    drift.ci_low, drift.ci_high = -decision.drop_high, -decision.drop_low  # of delta = -drop
+    drift.ci_low, drift.ci_high = -decision.drop_high + 0.0, -decision.drop_low + 0.0  # of delta = -drop
     drift.p_worse, drift.p_worse_adjusted = decision.p_worse, decision.p_worse_adjusted
     drift.settle_factor = decision.settle_factor
 

@@ -57,7 +57,8 @@ class TaskDecision:
     settle_factor: float | None  # inconclusive: how many times the samples would settle it (None: cannot)
 
 
-def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjusted: float) -> TaskDecision:
+def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjusted: float,
+           family_size: int = 1) -> TaskDecision:
     low, high = evidence.interval(1 - 2 * alpha)
     equivalent = -margin < low and high < margin
     worse = p_worse_adjusted < alpha
@@ -65,14 +66,15 @@ def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjust
     return TaskDecision(outcome=outcome, noninferior=high < margin, drop_low=low, drop_high=high,
                         p_worse=evidence.p_above(margin), p_worse_adjusted=p_worse_adjusted,
                         settle_factor=None if outcome != "inconclusive" else
-                        samples_to_settle(evidence, margin, alpha, p_worse_adjusted))
+                        samples_to_settle(evidence, margin, alpha, family_size))
 
 
-def samples_to_settle(evidence: PairedEvidence, margin: float, alpha: float, adjusted: float = 0.0) -> float | None:
+def samples_to_settle(evidence: PairedEvidence, margin: float, alpha: float, family_size: int = 1) -> float | None:
     """How many times the present samples (documents x repeats) would make the standard error small enough for the
-    present estimate to be called equivalent (|D| + z se < m) or, for a drop above the margin, worse (D - z se > m);
-    the easier of the two. None when neither can happen at this estimate (it sits on the margin) or no spread is
-    known. Assumes the standard error falls as one over the square root of the samples."""
+    present estimate to be called equivalent (|D| + z se < m) or, for a drop above the margin, worse (D - z' se > m,
+    z' the first Holm step's over `family_size` comparisons: the strictest it may meet); the easier of the two. None
+    when neither can happen at this estimate (it sits on the margin) or no spread is known. Assumes the standard
+    error falls as one over the square root of the samples."""
     se = evidence.standard_error()
     if se <= 0:
         return None
@@ -82,7 +84,7 @@ def samples_to_settle(evidence: PairedEvidence, margin: float, alpha: float, adj
     if abs(d) < margin:
         goals.append((margin - abs(d)) / z)
     if d > margin:
-        goals.append((d - margin) / z)
+        goals.append((d - margin) / float(norm.ppf(1 - alpha / max(1, family_size))))
     goals = [g for g in goals if g > 0]
     if not goals:
         return None
@@ -96,7 +98,7 @@ def decide_family(evidence: Mapping[tuple[str, str], tuple[PairedEvidence, float
     keys = list(evidence)
     raw = [evidence[k][0].p_above(evidence[k][1]) for k in keys]
     adjusted = holm(raw)
-    return {k: decide(evidence[k][0], evidence[k][1], alpha, p) for k, p in zip(keys, adjusted)}
+    return {k: decide(evidence[k][0], evidence[k][1], alpha, p, len(keys)) for k, p in zip(keys, adjusted)}
 
 
 def cell_outcome(outcomes: Iterable[Outcome]) -> Outcome | None:

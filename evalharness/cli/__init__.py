@@ -65,11 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", help="also write the results here")
     bench.set_defaults(func=cmd_bench)
 
-    gate = sub.add_parser("gate", help="pass/fail a run against a committed baseline (exit 0 pass, 1 fail, 2 bad input)")
+    gate = sub.add_parser("gate", help="pass/fail a run against a committed baseline (exit 0 pass, 1 fail, 2 bad input, "
+                          "3 inconclusive: nothing failed but the samples cannot show every task within its margin)")
     gate.add_argument("dir")
     gate.add_argument("--baseline", required=True)
     gate.add_argument("--cell", action="append", metavar="RUN_ID[=BASELINE_ID]",
                       help="gate these cells (default: every cell that the baseline names, or all against a one-cell baseline)")
+    gate.add_argument("--json", metavar="FILE", help="write each cell's outcome (pass, fail, inconclusive) with its "
+                      "tasks' outcomes and bounds")
     gate.set_defaults(func=cmd_gate)
 
     baseline = sub.add_parser("baseline", help="save a baseline from a finished run")

@@ -8,32 +8,47 @@ from pathlib import Path
 from evalharness.cli.common import cell_mapping, fail
 
 
+INCONCLUSIVE_EXIT = 3  # neither pass nor fail: the samples cannot settle the margin (the message says how many would)
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from evalharness.analysis.drift import refresh_drift
-    from evalharness.analysis.gate import check, machine_warning, thresholds_for
+    from evalharness.analysis.gate import evaluate, machine_warning
     from evalharness.records.baseline import BaselineError, load_baseline
-    from evalharness.records.io import ResultsError, load_run
+    from evalharness.records.io import ResultsError, atomic_write_text, load_run
 
     run_dir = Path(args.dir)
     try:
         run = load_run(run_dir)
         baseline = load_baseline(Path(args.baseline))
         refresh_drift(run, run_dir)
-        violations = check(run, run_dir, baseline, cell_mapping(args.cell))
+        result = evaluate(run, run_dir, baseline, cell_mapping(args.cell))
     except (ResultsError, BaselineError) as exc:  # BaselineError covers GateError
         return fail(str(exc))
-    limits = thresholds_for(run, baseline)
+    if args.json:
+        try:
+            atomic_write_text(Path(args.json), result.model_dump_json(indent=1) + "\n")
+        except OSError as exc:
+            return fail(f"cannot write {args.json}: {exc}")
     warning = machine_warning(run, baseline)
     if warning:
         print(f"gate: warning: {warning}")
     caveat = "; baseline from another kind of machine, see the warning" if warning else ""
-    if violations:
-        print(f"gate: FAIL: {len(violations)} violation(s) against {args.baseline} "
-              f"({limits.model_dump(exclude_none=True)}{caveat})")
-        for line in violations:
+    counts = {o: sum(c.outcome == o for c in result.cells) for o in ("pass", "fail", "inconclusive")}
+    where = (f"against {args.baseline} ({counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} "
+             f"inconclusive of {len(result.cells)} cells; {result.family_size} task comparisons; "
+             f"{result.thresholds}{caveat})")
+    for line in result.inconclusive:
+        print(f"  ? {line}")
+    if result.outcome == "fail":
+        print(f"gate: FAIL: {len(result.violations)} violation(s) {where}")
+        for line in result.violations:
             print(f"  - {line}")
         return 1
-    print(f"gate: pass against {args.baseline} ({limits.model_dump(exclude_none=True)}{caveat})")
+    if result.outcome == "inconclusive":
+        print(f"gate: INCONCLUSIVE: nothing failed, but not every task is shown non-inferior {where}")
+        return INCONCLUSIVE_EXIT
+    print(f"gate: pass {where}")
     return 0
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from evalharness.cli import main
-from evalharness.analysis.gate import GateError, check, make_baseline
+from evalharness.analysis.gate import GateError, check, evaluate, make_baseline
 from evalharness.records.baseline import Thresholds, load_baseline, save_baseline
 from evalharness.records.io import save_run
 from evalharness.records.measures import Percentiles, ScenarioResult, TaskScore
@@ -61,11 +61,13 @@ def test_noise_is_not_a_regression(tmp_path, baseline):
     assert check(run, tmp_path / "run", baseline) == []
 
 
-def test_small_sample_drop_above_threshold_but_not_credible_passes(tmp_path):
+def test_small_sample_drop_above_the_margin_but_not_credible_is_inconclusive_not_a_failure(tmp_path):
     base_dir = tmp_path / "base"
     base = make_baseline(_run(base_dir, {"ref": [1] * 16 + [0] * 4}), base_dir, None, Thresholds())
     run = _run(tmp_path / "run", {"ref": [0] * 2 + [1] * 14 + [0] * 4})  # drop 0.10 on 20: p = 0.5
     assert check(run, tmp_path / "run", base) == []
+    result = evaluate(run, tmp_path / "run", base)
+    assert result.outcome == "inconclusive" and "inconclusive" in result.inconclusive[0]
 
 
 def test_credible_drop_fails_with_a_readable_message(tmp_path, baseline):
