@@ -60,4 +60,4 @@ def test_degraded_cell_fails_the_committed_baseline_readably(gated_run):
                        f"cell-degraded={BASELINE_CELL}", timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "gate: FAIL" in proc.stdout and "cell-degraded: task" in proc.stdout
-    assert "credible at this sample size" in proc.stdout or "hard limit" in proc.stdout
+    assert "worse: the drop's lower bound is above the margin" in proc.stdout or "hard limit" in proc.stdout

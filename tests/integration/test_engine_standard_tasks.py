@@ -133,9 +133,16 @@ def test_a_baseline_of_the_standard_tasks_passes_against_a_rerun(standard_run, t
     assert all(key.endswith("|strict-match|exact_match") for key in saved["gsm8k"]["correct"])
     assert len(saved["mmlu_pro"]["correct"]) == len(MMLU_PRO_CATEGORIES) * MMLU_PRO_PER_CATEGORY
     assert len(saved["mmlu_pro"]["subtask_versions"]) == len(MMLU_PRO_CATEGORIES)
-    proc = run_harness("gate", str(out), "--baseline", str(baseline), "--cell", "cell-rerun=cell-ref", timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "gate: pass" in proc.stdout
+    verdict = tmp_path / "gate.json"
+    proc = run_harness("gate", str(out), "--baseline", str(baseline), "--cell", "cell-rerun=cell-ref", "--json",
+                       str(verdict), timeout=300)
+    # a handful of documents per task cannot show a 0.05 margin either way: nothing fails, and the gate says it
+    # cannot vouch (exit 3) rather than pass; every document of every task was paired with the baseline's
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    assert "gate: FAIL" not in proc.stdout
+    [cell] = json.loads(verdict.read_text())["cells"]
+    assert cell["violations"] == [] and {t["task"]: t["paired"] for t in cell["tasks"]} == {
+        task: len(saved[task]["correct"]) for task in saved}
 
 
 INJECTED = "Let me think. Maybe the answer is 12345.\n#### 12345\nNo: I should count again before I answer."
