@@ -7,7 +7,7 @@ import argparse
 
 from evalharness import __version__
 from evalharness.cli.common import int_list
-from evalharness.cli.runs import cmd_report, cmd_run, cmd_validate
+from evalharness.cli.runs import cmd_plan, cmd_report, cmd_run, cmd_validate
 from evalharness.cli.tools import cmd_bench, cmd_detect, cmd_diagnose
 from evalharness.cli.verdicts import cmd_baseline_save, cmd_compare, cmd_gate
 
@@ -24,7 +24,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                      help="run the cells on a Ray cluster: its head's HOST:PORT, or none for the matrix's "
                           "cluster.ray (default 'auto': RAY_ADDRESS or the cluster started on this machine)")
+    run.add_argument("--over-budget", action="store_true", help="run even when quality.budget_hours cannot reach "
+                     "the margins (the plan printed at the start says what it reaches)")
     run.set_defaults(func=cmd_run)
+
+    plan = sub.add_parser("plan", help="what a matrix's accuracy verdicts cost: repeats, chains and hours per task for "
+                          "its margins, and what the matrix as written certifies")
+    plan.add_argument("--matrix", required=True)
+    plan.add_argument("--from", dest="from_run", metavar="RUN", help="a previous run folder: its reference's "
+                      "documents, accuracy, within-document variance, tokens per answer and throughput")
+    plan.add_argument("--tok-s", type=float, help="output tokens/s of the quality phase (default: the previous run's)")
+    plan.add_argument("--budget-hours", type=float, help="hours of generation to spend (default quality.budget_hours)")
+    plan.add_argument("--documents", action="append", metavar="TASK=N", help="a task's documents (a group's limit "
+                      "is per subtask: mmlu_pro=210)")
+    plan.add_argument("--accuracy", action="append", metavar="TASK=X", help="a task's expected accuracy")
+    plan.add_argument("--consistency", type=float, help="the share of an answer's variance between documents "
+                      "(default: measured from --from's repeats, else 0.5)")
+    plan.set_defaults(func=cmd_plan)
 
     validate = sub.add_parser("validate", help="check a matrix and list its cells without launching anything")
     validate.add_argument("--matrix", required=True)

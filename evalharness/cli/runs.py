@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from evalharness.cli.common import EXIT_BAD_INPUT, fail
+from evalharness.render.plan import plan_text
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -70,6 +71,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     except SpecError as exc:
         return fail(str(exc))
     out_dir = Path(args.out)
+    if matrix.quality is not None:
+        plan = _plan(matrix, len(cells), out_dir if (out_dir / "results.json").exists() else None)
+        print(plan_text(plan), end="")
+        if plan.over_budget() and not args.over_budget:
+            return fail(f"{args.matrix}: quality.budget_hours {plan.budget_hours:g} cannot reach the margins: the "
+                        f"needed design takes {plan.hours or sum(t.hours or 0 for t in plan.tasks):,.1f} hours (see the plan above; --over-budget runs "
+                        "the matrix as written anyway)")
     try:
         if args.ray is not None or matrix.cluster is not None:  # only then is Ray imported
             from evalharness.runner.ray_runner import execute_ray
@@ -84,6 +92,55 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"report: {out_dir / 'report.md'}")
     print(f"results: {out_dir / 'results.json'}")
     return status
+
+
+def _plan(matrix, cells: int, previous: Path | None, tok_s: float | None = None, budget: float | None = None,
+          **given):
+    """The accuracy plan of a matrix, from a previous run's reference where there is one."""
+    from evalharness.analysis.plan import make_plan
+    from evalharness.records.io import load_run
+
+    before = (load_run(previous), previous) if previous is not None else None
+    return make_plan(matrix.model_dump(mode="json"), previous=before, tok_s=tok_s, budget_hours=budget, cells=cells,
+                     **given)
+
+
+def _per_task(values: list[str] | None, kind, flag: str) -> dict:
+    out = {}
+    for item in values or []:
+        task, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{flag} {item!r}: expected TASK=VALUE")
+        try:
+            out[task] = kind(value)
+        except ValueError:
+            raise ValueError(f"{flag} {item!r}: {value!r} is not a {kind.__name__}") from None
+    return out
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from evalharness.matrix.errors import SpecError
+    from evalharness.matrix.load import load_matrix
+    from evalharness.records.io import ResultsError
+
+    try:
+        matrix, cells, _ = load_matrix(args.matrix)
+    except SpecError as exc:
+        return fail(str(exc))
+    if matrix.quality is None:
+        return fail(f"{args.matrix}: quality: the matrix has no quality section, nothing to plan")
+    try:
+        unknown = set(_per_task(args.documents, int, "--documents")) | set(_per_task(args.accuracy, float, "--accuracy"))
+        unknown -= set(matrix.quality.tasks)
+        if unknown:
+            raise ValueError(f"--documents/--accuracy name tasks the matrix does not run: {', '.join(sorted(unknown))}")
+        plan = _plan(matrix, len(cells), Path(args.from_run) if args.from_run else None, args.tok_s,
+                     args.budget_hours, documents=_per_task(args.documents, int, "--documents"),
+                     accuracy=_per_task(args.accuracy, float, "--accuracy"), consistency=args.consistency)
+    except (ResultsError, OSError, ValueError) as exc:
+        return fail(str(exc))
+    print(plan_text(plan), end="")
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:

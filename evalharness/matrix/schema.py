@@ -143,6 +143,9 @@ class QualitySection(_Strict):
                                           "`repeats`): C cells share one reference, so about sqrt(C) times the "
                                           "cells' repeats is efficient; two or more give the A/A noise floor")
     seed: int = Field(1234, description="the seed of repeat 0 (lm-eval's own default)")
+    budget_hours: float | None = Field(None, gt=0, description="hours of generation the quality phase may cost in "
+                                       "all: `run` refuses a matrix whose margins this cannot reach (`evalharness "
+                                       "plan`), unless --over-budget")
     concurrency: int = Field(4, gt=0)
     retries: int = Field(2, ge=0, description="reruns of a failed task (its request cache resumes it)")
     task_timeout_s: float = Field(3600.0, gt=0)

@@ -16,6 +16,7 @@ from evalharness.records.run import CellResult, RunResult
 from evalharness.render.drift import drift_section, interval_text, verdict_text
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.quality import quality_section
+from evalharness.render.recommend import recommendation_lines
 from evalharness.render.server import server_section
 from evalharness.render.throughput import throughput_section, tok_s_text
 from evalharness.render.timing import timing_section
@@ -43,7 +44,7 @@ def render_markdown(run: RunResult) -> str:
     )
     if mixed_caveat(run):
         parts += ["", mixed_caveat(run)]
-    parts += ["", *pareto_section(run), "## Cells", ""]
+    parts += ["", *recommendation_lines(run), *pareto_section(run), "## Cells", ""]
     tasks = _task_names(run)
     rows = []
     for cid in run.cell_order:
@@ -191,6 +192,7 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
     lines.append(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; measured on "
                  f"{md_text(measured_on(run))}")
     lines.append("")
+    lines += recommendation_lines(run)
     if points:
         rows = []
         for p in sorted(points, key=lambda p: -p.throughput)[:limit]:
