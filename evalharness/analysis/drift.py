@@ -18,6 +18,7 @@ from scipy.stats import norm
 
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, TaskDecision, cell_outcome, decide, decide_family, margin_for
 from evalharness.analysis.noeffect import no_effect_pairs
+from evalharness.analysis.sequential import final_alpha
 from evalharness.analysis.pairing import (Headline, SideScores, UnpairableMetric, pair, pairable_aggregation,
                                           side_scores)
 from evalharness.analysis.stats import PairedEvidence, mcnemar_exact, paired_evidence, topk_kl
@@ -194,11 +195,12 @@ def _alpha(gate: Mapping[str, Any] | None) -> float:
 
 
 def decide_run(cells: Mapping[str, tuple[CellDrift, Mapping[str, PairedEvidence]]], gate: Mapping[str, Any] | None,
-               weights: Mapping[str, float] | None = None) -> None:
+               weights: Mapping[str, float] | None = None, alphas: Mapping[tuple[str, str], float] | None = None) -> None:
     """Decide every task of every cell as one family: the worse-tests Holm-adjusted over all of them, so that a run
-    in which nothing changed calls some cell worse at most alpha of the time, however many cells it has."""
+    in which nothing changed calls some cell worse at most alpha of the time, however many cells it has. `alphas`:
+    the level of a task that looked sequentially (the alpha its last look spent)."""
     family = {(cid, task): (ev, margin_for(task, gate)) for cid, (_, evs) in cells.items() for task, ev in evs.items()}
-    decisions = decide_family(family, _alpha(gate))
+    decisions = decide_family(family, _alpha(gate), alphas)
     for cid, (drift, evs) in cells.items():
         for task in drift.tasks:
             if (cid, task.task) in decisions:
@@ -261,7 +263,9 @@ def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> Non
                 family[cid] = drift_between(reference, out_dir, cell, out_dir, gate)
             except (OSError, ValueError, ResultsError) as exc:  # a damaged sample file must not stop the run
                 run.notes.append(f"drift of {cid} could not be computed: {exc}")
-    decide_run(family, gate, weights)
+    alphas = {(cid, t.task): final_alpha(_alpha(gate), t.looks, t.finished_repeats())
+              for cid in family for t in run.cells[cid].quality if len(t.looks) > 1}
+    decide_run(family, gate, weights, alphas)
     for cid, (drift, _) in family.items():
         run.cells[cid].drift = drift
     try:

@@ -91,14 +91,16 @@ def samples_to_settle(evidence: PairedEvidence, margin: float, alpha: float, fam
     return max(1.0, (se / max(goals)) ** 2)
 
 
-def decide_family(evidence: Mapping[tuple[str, str], tuple[PairedEvidence, float]],
-                  alpha: float) -> dict[tuple[str, str], TaskDecision]:
+def decide_family(evidence: Mapping[tuple[str, str], tuple[PairedEvidence, float]], alpha: float,
+                  alphas: Mapping[tuple[str, str], float] | None = None) -> dict[tuple[str, str], TaskDecision]:
     """Decisions for a family of (cell, task) comparisons, each with its margin, the worse-tests Holm-adjusted over
-    the whole family."""
+    the whole family. `alphas`: a comparison's own level where it differs (a task stopped at a sequential look is
+    decided at the alpha that look spent: analysis/sequential.py); its Holm-adjusted p is compared with it."""
     keys = list(evidence)
     raw = [evidence[k][0].p_above(evidence[k][1]) for k in keys]
     adjusted = holm(raw)
-    return {k: decide(evidence[k][0], evidence[k][1], alpha, p, len(keys)) for k, p in zip(keys, adjusted)}
+    return {k: decide(evidence[k][0], evidence[k][1], (alphas or {}).get(k, alpha), p, len(keys))
+            for k, p in zip(keys, adjusted)}
 
 
 def cell_outcome(outcomes: Iterable[Outcome]) -> Outcome | None:

@@ -143,6 +143,11 @@ class QualitySection(_Strict):
                                           "`repeats`): C cells share one reference, so about sqrt(C) times the "
                                           "cells' repeats is efficient; two or more give the A/A noise floor")
     seed: int = Field(1234, description="the seed of repeat 0 (lm-eval's own default)")
+    looks: list[Annotated[int, Field(ge=1)]] | None = Field(
+        None, description="the repeats after which a cell looks and stops each task that is settled (equivalent or "
+        "worse, analysis/sequential.py); default 1, a quarter, a half and all of its repeats")
+    full_quality: bool = Field(False, description="run every look in every cell: no screening (by default a cell "
+                               "not faster than the reference beyond the noise runs only the first look)")
     budget_hours: float | None = Field(None, gt=0, description="hours of generation the quality phase may cost in "
                                        "all: `run` refuses a matrix whose margins this cannot reach (`evalharness "
                                        "plan`), unless --over-budget")

@@ -87,18 +87,21 @@ def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run
                 server_alive: Callable[[], bool], *, include_path: str | None, include_defaults: bool, api: str,
                 tokenizer: str, concurrency: int, limit: int | None, request_timeout_s: float, task_timeout_s: float,
                 retries: int, done: list[TaskScore], per_task: Callable[[str], dict[str, Any]] = lambda task: {},
-                repeats: Callable[[str], int] = lambda task: 1, seed: int = 1234) -> None:
+                repeats: Callable[[str], int] = lambda task: 1, seed: int = 1234,
+                at_look: Callable[[int, dict[str, TaskScore]], set[str]] | None = None) -> None:
     """Every task in order, repeat by repeat (all tasks' repeat 0 first, so a cell stopped early has every task
     once); repeat k sends seed `seed`+k with every request and keeps its own request cache, so no repeat is answered
     from another's. Each task is appended to `done` when its repeat 0 finishes and its later repeats to it, so a
-    crash keeps what was finished. `per_task(task)`: the task's own worker settings (generation, local data)."""
+    crash keeps what was finished. `per_task(task)`: the task's own worker settings (generation, local data).
+    `at_look(repeats_done, running)`: after each repeat, the tasks that are settled and run no more repeats."""
     spec = {"include_path": include_path, "include_defaults": include_defaults, "base_url": base_url,
             "model": model, "api": api, "tokenizer": tokenizer, "concurrency": concurrency, "limit": limit,
             "timeout_s": request_timeout_s, "max_retries": 5}
     scores: dict[str, TaskScore] = {}
+    stopped: set[str] = set()
     for repeat in range(max((repeats(task) for task in tasks), default=1)):
         for task in tasks:
-            if repeat >= repeats(task) or (repeat and scores[task].error):
+            if repeat >= repeats(task) or task in stopped or (repeat and scores[task].error):
                 continue
             task_spec = {**spec, **per_task(task), "seed": seed + repeat}
             score = run_task(task, task_spec, repeat_dir(cell_dir, task, repeat), run_dir, server_alive, retries,
@@ -112,6 +115,8 @@ def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run
                                              attempts=score.attempts, seconds=score.seconds, error=score.error,
                                              samples=score.samples, generation=score.generation))
             first.seconds = round(first.seconds + score.seconds, 2)
+        if at_look is not None:
+            stopped |= at_look(repeat + 1, {t: s for t, s in scores.items() if t not in stopped and not s.error})
 
 
 class DataMissing(Exception):

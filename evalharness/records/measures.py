@@ -127,6 +127,8 @@ class TaskScore(BaseModel):
     higher_is_better: bool | None = None  # from lm-eval's results (None: not recorded, taken as True)
     seed: int | None = None  # the seed sent with every request of repeat 0 (None: lm-eval's 1234, before repeats)
     repeats: list[RepeatScore] = []  # repeats 1..R-1, each with its own seed; the same seeds in every cell
+    looks: list[int] = []  # the repeats after which the cell looked (analysis/sequential.py); [] before looks
+    stopped: str | None = None  # why it ran fewer repeats than planned: settled at a look, or screened
 
     def all_repeats(self) -> list[tuple[int, str | None, str | None]]:
         """(repeat, samples path, error) of every repeat, repeat 0 first."""

@@ -56,6 +56,8 @@ class CellResult(BaseModel):
     requests: dict[str, RequestTally] = Field(default_factory=dict, description="per phase: requests, failures "
                                               "after retries, retries, error kinds (throughput: per scenario)")
     drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")
+    screened: str | None = Field(None, description="why the cell ran only the first look of quality: not faster "
+                                 "than the reference beyond the noise (analysis/sequential.py)")
     log: str | None = Field(None, description="the server log, relative to the run folder")
     teardown: TeardownRecord | None = None
     node: dict[str, Any] | None = Field(None, description="the machine that ran the cell when it is not the run's own "

@@ -59,7 +59,12 @@ def drift_section(run: RunResult) -> list[str]:
         cell = run.cells.get(cid)
         if cell is None or cell.drift is None:
             continue
-        rows += [_drift_row(f"`{cid}`", t) for t in cell.drift.tasks]
+        stopped = {t.task: t.stopped for t in cell.quality if t.stopped}
+        for t in cell.drift.tasks:
+            row = _drift_row(f"`{cid}`", t)
+            if t.task in stopped:
+                row[-1] += "; " + md_text(stopped[t.task], 200)
+            rows.append(row)
     if not rows:
         return []
     family = sum(1 for c in run.cells.values() if c.drift for t in c.drift.tasks if t.outcome is not None)
@@ -81,7 +86,16 @@ def drift_section(run: RunResult) -> list[str]:
                         for n in run.noise if n.within_doc_variance is not None) + "."]
     out += ["", markdown_table(["cell", "task", "paired", "reference", "cell", "Δ [90%]", "margin", "verdict", "p",
                                 "flips r→w / w→r", "test; note"], rows), ""]
-    return out + _seed_note(run)
+    return out + _screened_note(run) + _seed_note(run)
+
+
+def _screened_note(run: RunResult) -> list[str]:
+    """Which cells ran only the first look of quality, and why (screening: analysis/sequential.py)."""
+    screened = [(cid, run.cells[cid].screened) for cid in run.cell_order if cid in run.cells and run.cells[cid].screened]
+    if not screened:
+        return []
+    return ["Screened (throughput first, then quality): " + "; ".join(
+        f"`{cid}` {md_text(why or '', 300)}" for cid, why in screened) + ".", ""]
 
 
 def _seed_note(run: RunResult) -> list[str]:

@@ -29,7 +29,8 @@ from evalharness.serving.server import LaunchError, ServerProcess, wait_external
 
 
 
-def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, reference_id: str) -> ServerProcess | None:
+def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, reference_id: str,
+           reference: CellResult | None = None, family_size: int = 1) -> ServerProcess | None:
     """The phases of one cell, recording into `state`; returns the server so the caller can always tear it down."""
     plan = state.plan
     if engine.name == "external":
@@ -93,20 +94,25 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
         state.phase = "probes"
         return server
-    if matrix.quality is not None:
-        quality_phase(matrix, state, progress, alive, reference_id)
+    # throughput first: a cell not faster than the reference beyond the noise is screened out of most of the
+    # quality phase, the costly one (analysis/sequential.py)
     if matrix.throughput is not None:
         throughput_phase(matrix, engine, state, progress, alive)
+    if matrix.quality is not None:
+        quality_phase(matrix, state, progress, alive, reference_id, reference, family_size)
     if state.status == "ok":
         state.phase = "done"  # an error keeps the phase it happened in
     return server
 
 
 def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress: Progress,
-             reference_id: str, gpu_baseline: list[int] | None = None) -> CellResult:
+             reference_id: str, gpu_baseline: list[int] | None = None, reference: CellResult | None = None,
+             family_size: int = 1) -> CellResult:
     """Serve one cell and record what happened. Never raises for the cell's own failures; re-raises interrupts after
     tearing the server down. `gpu_baseline`: GPU memory per device before the run's first launch; a cell that would
-    start while more is held (an earlier server's memory not yet released) is refused, not launched."""
+    start while more is held (an earlier server's memory not yet released) is refused, not launched. `reference`:
+    the reference's finished record, for screening and sequential looks (None: every look runs);
+    `family_size`: the matrix's cell x task comparisons, over which a look's worse-test is adjusted."""
     port = 0 if engine.name == "external" else matrix.port or free_port(matrix.host)
     plan = engine.launch_plan(matrix, cell, port, str(run_dir.resolve()))
     state = CellRun(cell, plan, run_dir)
@@ -118,7 +124,7 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
         state.status, state.reason = "error", refused
         return state.result(engine)
     try:
-        _serve(matrix, engine, state, progress, reference_id)
+        _serve(matrix, engine, state, progress, reference_id, reference, family_size)
     except (KeyboardInterrupt, Interrupted):
         raise
     except CellStopped:

@@ -10,6 +10,10 @@ from typing import Any
 
 import httpx
 
+from evalharness.analysis.drift import task_evidence
+from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
+from evalharness.analysis.pareto import MIN_THROUGHPUT_CHANGE, ratio_to_reference
+from evalharness.analysis.sequential import decide_look, default_looks, look_levels, screened
 from evalharness.matrix.schema import Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes
 from evalharness.phases.quality import SHIPPED_TASKS, run_quality
@@ -18,7 +22,8 @@ from evalharness.phases.throughput.client import LoadClient, run_scenario
 from evalharness.phases.throughput.prompts import load_source
 from evalharness.phases.throughput.stats import acceptance_crosscheck
 from evalharness.records.cellfiles import load_probe_outputs, save_probe_outputs
-from evalharness.records.measures import RequestTally, ScenarioResult
+from evalharness.records.measures import RequestTally, ScenarioResult, TaskScore
+from evalharness.records.run import CellResult
 from evalharness.runner.cellstate import CellRun, CellStopped
 from evalharness.runner.progress import Progress
 from evalharness.serving.engines import Engine
@@ -148,11 +153,74 @@ def probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id
         state.status, state.reason = "garbage", summary.reason
 
 
-def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, reference_id: str | None = None) -> None:
+def _pareto_scenario(matrix: Matrix) -> str | None:
+    """The scenario the front and screening compare (pareto.chosen_scenario, from the matrix itself)."""
+    if matrix.report.throughput_scenario:
+        return matrix.report.throughput_scenario
+    scenarios = matrix.throughput.scenarios if matrix.throughput else []
+    single = [s.name for s in scenarios if s.concurrency == 1]
+    return single[0] if single else (scenarios[0].name if scenarios else None)
+
+
+def screening(matrix: Matrix, state: CellRun, reference: CellResult | None) -> str | None:
+    """Why this cell's quality runs its first look only (not faster than the reference beyond the noise), or None."""
+    quality = matrix.quality
+    if quality is None or quality.full_quality or reference is None:
+        return None
+    name = _pareto_scenario(matrix)
+    mine = next((s for s in state.throughput if s.name == name), None)
+    theirs = next((s for s in reference.throughput if s.name == name), None)
+    if mine is None or theirs is None or theirs.output_tok_s <= 0:
+        return None
+    ratio, _, _, verdict = ratio_to_reference(mine.output_tok_s, mine.tok_s_range(), theirs.output_tok_s,
+                                              theirs.tok_s_range())
+    if verdict == "" and ratio >= 1 + MIN_THROUGHPUT_CHANGE:
+        verdict = "faster"  # measured once on both sides: the between-run floor alone decides, as on the front
+    if not screened(verdict, quality.full_quality):
+        return None
+    return (f"not faster than the reference in {name} ({ratio:.2f}x, {verdict or 'measured once'}): it can never "
+            "be worth shipping, so quality ran its first look only (quality.full_quality: true runs it all)")
+
+
+def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, reference_id: str | None = None,
+                  reference: CellResult | None = None, family_size: int = 1) -> None:
+    """The quality tasks, repeat by repeat. A cell other than the reference looks after the repeats
+    `quality.looks` names and stops each task as soon as it is settled against the reference (analysis/sequential.py);
+    a cell not faster than the reference beyond the noise runs its first look only (screening)."""
     quality = matrix.quality
     assert quality is not None
     state.enter("quality", progress)
     state.phase = "quality"
+    is_reference = state.cell.id == reference_id
+    against = None if is_reference else reference
+    looks = {task: quality.looks or default_looks(quality.repeats_for(task, reference=is_reference))
+             for task in quality.tasks}
+    state.screened = screening(matrix, state, against)
+    if state.screened and all(len(v) == 1 for v in looks.values()):
+        state.screened = None  # one look is all there is: screening cuts nothing
+    planned = {task: (looks[task][0] if state.screened else quality.repeats_for(task, reference=is_reference))
+               for task in quality.tasks}
+    ref_scores = {t.task: t for t in (against.quality if against else [])}
+    alpha = float((matrix.gate.alpha if matrix.gate and matrix.gate.alpha else None) or DEFAULT_ALPHA)
+    gate = matrix.gate.model_dump() if matrix.gate else {}
+
+    def at_look(done: int, running: dict[str, TaskScore]) -> set[str]:
+        settled = set()
+        for task, score in running.items():
+            score.looks = looks[task]
+            if done not in looks[task] or done >= planned[task] or task not in ref_scores:
+                continue
+            _, evidence = task_evidence(task, ref_scores[task], score, state.run_dir)
+            if evidence is None:
+                continue
+            level = look_levels(alpha, looks[task])[looks[task].index(done)]
+            decision = decide_look(evidence, margin_for(task, gate), level, family_size)
+            if decision.stop is not None:
+                score.stopped = (f"{decision.stop} at look {looks[task].index(done) + 1} of {len(looks[task])} "
+                                 f"({done} of {planned[task]} repeats, alpha spent {level:.2g})")
+                settled.add(task)
+        return settled
+
     run_quality(
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
         include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
@@ -161,8 +229,12 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
         retries=quality.retries, done=state.quality,
         per_task=lambda task: {**quality.settings_for(task),
                                "data": quality.data[task].model_dump() if task in quality.data else None},
-        repeats=lambda task: quality.repeats_for(task, reference=state.cell.id == reference_id), seed=quality.seed,
+        repeats=lambda task: planned[task], seed=quality.seed, at_look=None if against is None else at_look,
     )
+    for score in state.quality:
+        score.looks = looks[score.task]
+        if state.screened and not score.stopped:
+            score.stopped = "screened: " + state.screened.split(":")[0]
     failed = [t.task for t in state.quality if t.error]
     if failed and state.status == "ok":
         if len(failed) == len(state.quality):

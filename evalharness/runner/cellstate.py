@@ -51,6 +51,7 @@ class CellRun:
         self.server: ServerProcess | None = None
         self.probes: ProbeSummary | None = None
         self.quality: list[TaskScore] = []
+        self.screened: str | None = None
         self.throughput: list[ScenarioResult] = []
         self.distribution: dict[str, Any] | None = None
         self.requests: dict[str, RequestTally] = {}
@@ -83,6 +84,7 @@ class CellRun:
             server=self.server_facts,
             probes=self.probes,
             quality=self.quality,
+            screened=self.screened,
             throughput=self.throughput,
             distribution=self.distribution,
             requests=self.requests,

@@ -114,6 +114,11 @@ def _masked_matrix(matrix: Matrix) -> dict:
     return data
 
 
+def family_size(matrix: Matrix, cells: list[Cell]) -> int:
+    """The comparisons a run decides as one family: every cell but the reference, times every quality task."""
+    return max(1, (len(cells) - 1) * len(matrix.quality.tasks if matrix.quality else []))
+
+
 def write_outputs(run: RunResult, out_dir: Path) -> None:
     """results.json first (the record), then every renderer of it."""
     save_run(run, out_dir)
@@ -204,7 +209,9 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
         try:
             for offset, cell in enumerate(pending):
                 progress.cell(done_before + offset + 1, cell.id)
-                result = run_cell(matrix, cell, engine, out_dir, progress, reference.id, gpu_baseline)
+                result = run_cell(matrix, cell, engine, out_dir, progress, reference.id, gpu_baseline,
+                                  run.cells.get(reference.id) if cell.id != reference.id else None,
+                                  family_size(matrix, cells))
                 with INTERRUPT.deferred():
                     run.cells[cell.id] = result
                     # a reference re-run on resume makes every other cell's drift stale

@@ -10,6 +10,7 @@ from evalharness.analysis.drift import refresh_drift
 from evalharness.analysis.plan import make_plan
 from evalharness.analysis.recommend import recommend
 from evalharness.cli import main
+from evalharness.records.measures import TaskScore
 from evalharness.render.report import render_markdown, summary_markdown
 from tests.unit.test_equivalence import _run_with, _scores
 
@@ -117,3 +118,97 @@ def test_no_recommendation_says_which_cell_and_how_many_samples_would_settle_it(
     refresh_drift(slow, tmp_path / "slow")
     assert "keep the reference" in recommend(slow).why_none
     json.dumps(rec.model_dump())
+
+
+def test_a_settled_task_stops_at_its_look_and_the_others_go_on(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from evalharness.phases import quality
+
+    calls = []
+
+    def fake_run_task(task, spec, task_dir, run_dir, alive, retries, timeout_s):
+        calls.append((task, spec["seed"]))
+        return TaskScore(task=task, seed=spec["seed"], samples=str(task_dir / "samples.jsonl"), value=1.0)
+
+    monkeypatch.setattr(quality, "run_task", fake_run_task)
+    done: list = []
+    looked = []
+
+    def at_look(repeats_done, running):
+        looked.append((repeats_done, sorted(running)))
+        return {"easy"} if repeats_done == 2 else set()
+
+    quality.run_quality(["easy", "hard"], "http://x/v1", "m", tmp_path, tmp_path, lambda: True, include_path=None,
+                        include_defaults=False, api="completions", tokenizer="none", concurrency=1, limit=None,
+                        request_timeout_s=1, task_timeout_s=1, retries=0, done=done, repeats=lambda task: 4,
+                        at_look=at_look)
+    assert [c for c in calls if c[0] == "easy"] == [("easy", 1234), ("easy", 1235)]
+    assert len([c for c in calls if c[0] == "hard"]) == 4
+    assert looked == [(1, ["easy", "hard"]), (2, ["easy", "hard"]), (3, ["hard"]), (4, ["hard"])]
+    del Path
+
+
+def test_a_cell_not_faster_than_the_reference_is_screened_to_its_first_look():
+    from types import SimpleNamespace
+
+    from evalharness.matrix.schema import Matrix
+    from evalharness.records.measures import Percentiles, ScenarioResult
+    from evalharness.runner.cellphases import screening
+
+    def scenario(tok_s, repeats):
+        p = Percentiles()
+        return ScenarioResult(name="single", concurrency=1, input_len=8, output_len=8, requests=3, completed=3,
+                              duration_s=1, output_tokens=8, output_tok_s=tok_s, request_decode_tok_s=p, ttft_s=p,
+                              tpot_s=p, itl_s=p, e2e_s=p, repeat_tok_s=repeats)
+
+    matrix = Matrix.model_validate({"name": "m", "engine": "vllm", "model": "x", "quality": {"tasks": ["t"]},
+                                    "throughput": {"scenarios": [{"name": "single", "concurrency": 1}]}})
+    reference = SimpleNamespace(throughput=[scenario(10.0, [9.8, 10.0, 10.2])])
+    slow = SimpleNamespace(throughput=[scenario(10.1, [9.9, 10.1, 10.3])])
+    fast = SimpleNamespace(throughput=[scenario(15.0, [14.8, 15.0, 15.2])])
+    assert "not faster than the reference in single (1.01x, within noise)" in screening(matrix, slow, reference)
+    assert screening(matrix, fast, reference) is None
+    everywhere = matrix.model_copy(update={"quality": matrix.quality.model_copy(update={"full_quality": True})})
+    assert screening(everywhere, slow, reference) is None
+
+
+def test_the_quality_phase_stops_a_task_settled_against_the_reference(tmp_path, monkeypatch):
+    """A cell whose answers match the reference's stops its task at a look before its planned repeats; the
+    reference itself and a cell that differs run them all."""
+    from types import SimpleNamespace
+
+    from evalharness.matrix.schema import Matrix
+    from evalharness.phases import quality
+    from evalharness.runner import cellphases
+
+    values = [1.0] * 300 + [0.0] * 100
+    ref_scores = _scores(tmp_path, "ref", {"t": values}, {"t": [values] * 7})
+    reference = SimpleNamespace(quality=ref_scores, throughput=[])
+    matrix = Matrix.model_validate({"name": "m", "engine": "vllm", "model": "x", "gate": {"margin": 0.1},
+                                    "quality": {"tasks": ["t"], "repeats": 8}})
+
+    def fake_run_task(answers):
+        def run(task, spec, task_dir, run_dir, alive, retries, timeout_s):
+            rel = task_dir.relative_to(run_dir) / "samples.jsonl"
+            rows = [{"doc_id": i, "doc_hash": f"h{i}", "filter": "none", "metrics": {"acc": v}}
+                    for i, v in enumerate(answers)]
+            (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (run_dir / rel).write_text("".join(json.dumps(r) + "\n" for r in rows))
+            return TaskScore(task=task, version=1.0, metric="acc,none", seed=spec["seed"], samples=str(rel), value=1.0)
+        return run
+
+    def cell(cid, answers):
+        monkeypatch.setattr(quality, "run_task", fake_run_task(answers))
+        state = SimpleNamespace(cell=SimpleNamespace(id=cid), plan=SimpleNamespace(base_url="u", served_model_name="m"),
+                                cell_dir=tmp_path / "cells" / cid, run_dir=tmp_path, quality=[], throughput=[],
+                                screened=None, status="ok", phase="", enter=lambda *a: None)
+        cellphases.quality_phase(matrix, state, None, lambda: True, "ref", reference, family_size=4)
+        return state.quality[0]
+
+    same = cell("same", values)
+    assert same.looks == [1, 2, 4, 8] and same.finished_repeats() < 8
+    assert same.stopped.startswith("equivalent at look")
+    broken = cell("broken", [0.0] * 400)
+    assert broken.stopped.startswith("worse at look") and broken.finished_repeats() < 8
+    assert cell("ref", values).finished_repeats() == 8  # the reference never stops early

@@ -1,0 +1,91 @@
+"""Sequential stopping of a cell's quality tasks: its repeats come in looks, and after each look a task stops as
+soon as it is settled (equivalent, or worse), the cell when all its tasks are; the reference, shared by every cell,
+always runs all its repeats. Pure: evidence in (analysis/stats.py), decisions out.
+
+The error rates survive the looks by alpha spending (Lan and DeMets, O'Brien-Fleming-like spending function
+alpha(t) = 2 - 2 Phi(z_{1 - alpha / 2} / sqrt(t)) at information fraction t = repeats so far / planned repeats):
+look k tests at the alpha it spends, alpha(t_k) - alpha(t_{k-1}), which by the union bound keeps the chance of ever
+wrongly stopping at most alpha, whatever the correlation between looks (conservative: exact group-sequential
+boundaries would give the last look a little more). O'Brien-Fleming spends almost nothing early (4 looks at 1/8,
+1/4, 1/2 and all of 8 repeats: 0.000, 0.0001, 0.0056, then 0.044 at the last), so a cell that runs to the end is
+tested nearly as a fixed design is, and only clear cases stop early. The "worse" test at a look is Bonferroni over
+the planned family (every cell x task of the matrix), as Holm's first step is at the end.
+
+Screening: a cell that is not faster than the reference beyond the noise runs only its first look (enough to catch
+a damaged model), unless the matrix asks for full quality everywhere; it can never be worth shipping.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Mapping, Sequence
+
+from scipy.stats import norm
+
+from evalharness.analysis.stats import PairedEvidence
+
+Stop = Literal["equivalent", "worse"]
+
+
+def default_looks(repeats: int) -> list[int]:
+    """The repeats after which a cell looks: 1, a quarter, a half and all of its planned repeats (one look when it
+    runs once)."""
+    return sorted({1, max(1, math.ceil(repeats / 4)), max(1, math.ceil(repeats / 2)), repeats})
+
+
+def spent(alpha: float, fraction: float) -> float:
+    """The O'Brien-Fleming-like alpha spent by information fraction t (0 < t <= 1)."""
+    if fraction <= 0:
+        return 0.0
+    return float(min(alpha, 2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / math.sqrt(min(1.0, fraction)))))
+
+
+def look_levels(alpha: float, looks: Sequence[int]) -> list[float]:
+    """The alpha each look tests at: what the spending function spends between it and the look before."""
+    total = looks[-1]
+    levels, before = [], 0.0
+    for look in looks:
+        now = spent(alpha, look / total)
+        levels.append(max(0.0, now - before))
+        before = now
+    return levels
+
+
+@dataclass(frozen=True)
+class LookDecision:
+    stop: Stop | None  # None: go on
+    level: float  # the alpha this look tested at
+
+
+def decide_look(evidence: PairedEvidence, margin: float, level: float, family_size: int) -> LookDecision:
+    """Stop a task at a look: worse when its drop is above the margin at level / family_size (Bonferroni over the
+    planned family), equivalent when its (1 - 2 level) interval lies inside +-margin (TOST at level)."""
+    if level <= 0:
+        return LookDecision(None, level)
+    if evidence.p_above(margin) < level / max(1, family_size):
+        return LookDecision("worse", level)
+    low, high = evidence.interval(1 - 2 * level)
+    if -margin < low and high < margin:
+        return LookDecision("equivalent", level)
+    return LookDecision(None, level)
+
+
+def screened(verdict: str, full_quality: bool) -> bool:
+    """A cell whose throughput against the reference is not 'faster' (pareto.ratio_to_reference's verdict; '' when
+    measured once, then only a 5% change counts, as there) runs only its first look."""
+    return not full_quality and verdict != "faster"
+
+
+def final_alpha(alpha: float, looks: Sequence[int], reached: int) -> float:
+    """The alpha the final analysis of a task that stopped after `reached` repeats (or ran to the end) tests at:
+    the level of the look it stopped at; a task that ran all looks, the last look's."""
+    levels = look_levels(alpha, looks)
+    for look, level in zip(looks, levels):
+        if reached <= look:
+            return level
+    return levels[-1]
+
+
+def task_stops(decisions: Mapping[str, LookDecision]) -> dict[str, Stop]:
+    return {task: d.stop for task, d in decisions.items() if d.stop is not None}
