@@ -28,6 +28,7 @@ import psutil
 from evalharness import __version__
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.records.provenance import machine_info
+from evalharness.records.run import CellResult
 from evalharness.runner.cell import run_cell
 from evalharness.runner.progress import Progress
 from evalharness.runner.run import RunError, check_task_data, preflight
@@ -97,7 +98,8 @@ class PreflightFailed(Exception):
 
 
 def cell_task(matrix_data: dict, cell_data: dict, reference_id: str, position: tuple[int, int],
-              reference_files: bytes, own_folder: bytes) -> dict[str, Any]:
+              reference_files: bytes, own_folder: bytes, reference_data: dict | None = None,
+              family: int = 1) -> dict[str, Any]:
     """The body of a cell's Ray task (`position`: the cell's number and the run's count, for the progress lines that
     Ray forwards to the driver). Returns {"result": CellResult as JSON, "node": node facts, "folder": the
     cell's folder packed, "notes": what the node sweep found}, or {"preflight": reason, "node": ...}. An interrupt
@@ -126,7 +128,8 @@ def cell_task(matrix_data: dict, cell_data: dict, reference_id: str, position: t
         progress.cell(position[0], cell.id)
         with INTERRUPT.installed():
             # no GPU baseline: on a box shared by several Ray nodes, nvidia-smi shows the other nodes' cells too
-            result = run_cell(matrix, cell, engine, run_dir, progress, reference_id, None)
+            reference = CellResult.model_validate(reference_data) if reference_data else None
+            result = run_cell(matrix, cell, engine, run_dir, progress, reference_id, None, reference, family)
         with INTERRUPT.deferred():
             result = result.model_copy(update={"node": facts})
             return {"result": result.model_dump(mode="json"), "node": facts, "notes": notes,

@@ -29,6 +29,7 @@ from evalharness.records.run import CellResult, RunResult
 from evalharness.render.outputs import render_all
 from evalharness.runner.progress import Progress
 from evalharness.runner.ray_cell import cell_task
+from evalharness.runner.run import family_size
 from evalharness.runner.ray_plan import cell_demand, fits, lost_reason, overlap_notes
 from evalharness.runner.run import RunError, open_run
 from evalharness.runner.signals import INTERRUPT, Interrupted
@@ -118,12 +119,16 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
     def submit(cell: Cell, attempt: int) -> None:
         demand = demands[cell.id]
         if not ref_files:
-            ref_files.append(ray.put(pack(out_dir / "cells" / reference.id, {"probes.jsonl", "continuations.jsonl"})))
+            # the reference's probes and continuations, and its samples: the cells' looks judge against them
+            ref_files.append(ray.put(pack(out_dir / "cells" / reference.id, {"probes.jsonl", "continuations.jsonl"},
+                                          {"samples.jsonl"})))
         ref = remote.options(num_cpus=0, num_gpus=demand.get("GPU", 0),
                              resources={k: v for k, v in demand.items() if k != "GPU"} or None,
                              max_retries=0, retry_exceptions=False, name=f"evalharness:{cell.id}").remote(
             matrix_data, cell.model_dump(mode="json"), reference.id, (number[cell.id], len(cells)), ref_files[0],
-            pack(out_dir / "cells" / cell.id))
+            pack(out_dir / "cells" / cell.id),
+            run.cells[reference.id].model_dump(mode="json") if cell.id != reference.id and reference.id in run.cells
+            else None, family_size(matrix, cells))
         tasks[ref] = _Task(cell, ref, attempt)
 
     def record(cell: Cell, result: CellResult, folder: bytes | None) -> None:

@@ -18,8 +18,9 @@ from pathlib import Path
 SKIP = {"server.pid"}
 
 
-def pack(folder: Path, only: set[str] | None = None) -> bytes:
-    """A gzip'd tar of `folder`'s files (paths relative to it); `only`: just these top-level names. b'' when the
+def pack(folder: Path, only: set[str] | None = None, also_named: set[str] | None = None) -> bytes:
+    """A gzip'd tar of `folder`'s files (paths relative to it); `only`: just these top-level names, and files of
+    these names anywhere below (`also_named`: a reference's samples.jsonl, not its request caches). b'' when the
     folder does not exist."""
     if not folder.is_dir():
         return b""
@@ -27,7 +28,8 @@ def pack(folder: Path, only: set[str] | None = None) -> bytes:
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=3) as tar:
         for path in sorted(folder.rglob("*")):
             rel = path.relative_to(folder)
-            if rel.name in SKIP or (only is not None and rel.parts[0] not in only) or path.is_symlink():
+            wanted = only is None or rel.parts[0] in only or rel.name in (also_named or set())
+            if rel.name in SKIP or not wanted or path.is_symlink():
                 continue
             if path.is_file():
                 tar.add(path, arcname=str(rel), recursive=False)

@@ -322,3 +322,16 @@ def test_a_run_without_ray_never_imports_it(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.stdout.split()[-2:] == ["NO", "0"], out.stderr
     assert json.loads((tmp_path / "out" / "results.json").read_text())["cells"]["base"]["status"] == "timeout"
+
+
+def test_the_reference_ships_its_samples_to_the_nodes_but_not_its_request_caches(tmp_path):
+    from evalharness.runner.transfer import pack, unpack
+
+    ref = tmp_path / "ref"
+    for rel in ("probes.jsonl", "server.log", "quality/t/samples.jsonl", "quality/t/cache/requests.db",
+                "quality/t/repeat-1/samples.jsonl"):
+        (ref / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ref / rel).write_text(rel)
+    unpack(pack(ref, {"probes.jsonl"}, {"samples.jsonl"}), tmp_path / "node")
+    shipped = sorted(str(p.relative_to(tmp_path / "node")) for p in (tmp_path / "node").rglob("*") if p.is_file())
+    assert shipped == ["probes.jsonl", "quality/t/repeat-1/samples.jsonl", "quality/t/samples.jsonl"]
