@@ -45,7 +45,7 @@ if str(HERE.parent) not in sys.path:
 
 from evalharness.analysis import sizing  # noqa: E402
 from evalharness.analysis.equivalence import decide_family, gate_outcome  # noqa: E402
-from evalharness.analysis.stats import holm, paired_evidence  # noqa: E402
+from evalharness.analysis.stats import holm, paired_evidence, tango_z  # noqa: E402
 
 PASS, INCONCLUSIVE, FAIL = 0, 1, 2
 OUTCOME_CODE = {"pass": PASS, "inconclusive": INCONCLUSIVE, "fail": FAIL}
@@ -133,17 +133,6 @@ class RunResult:
 
 # ----------------------------------------------------------------------------------------------------- the replica
 
-def _tango_z(lost: np.ndarray, gained: np.ndarray, n: int, delta: float) -> np.ndarray:
-    """stats._tango_z, vectorized (same formula, continuity-corrected)."""
-    excess = lost - gained - n * delta
-    corrected = np.sign(excess) * np.maximum(0.0, np.abs(excess) - 1.0)
-    w = -lost - gained + (2 * n - lost + gained) * delta
-    x = (np.sqrt(np.maximum(0.0, w * w + 8 * n * gained * delta * (1 - delta))) - w) / (4 * n)
-    variance = n * (2 * x + delta * (1 - delta))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(variance > 0, corrected / np.sqrt(np.where(variance > 0, variance, 1.0)),
-                     np.sign(corrected) * np.inf)
-    return np.where(corrected == 0.0, 0.0, z)
 
 
 def _task_tests(ref: np.ndarray, cell: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +153,7 @@ def _task_tests(ref: np.ndarray, cell: np.ndarray, margin: float) -> tuple[np.nd
     lost = np.where(still, 0.0, lost)
     gained = np.where(still, 0.0, gained)
     se = np.where(flat & ~still, 1.0 / n, se)
-    z_score = _tango_z(lost, gained, n, margin)
+    z_score = tango_z(lost, gained, n, margin)
     with np.errstate(divide="ignore", invalid="ignore"):
         z_t = np.where(se > 0, (estimate - margin) / np.where(se > 0, se, 1.0), np.sign(estimate - margin) * np.inf)
     p_score = 1.0 - norm.cdf(z_score)

@@ -198,7 +198,9 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
     state.screened = screening(matrix, state, against)
     if state.screened and all(len(v) == 1 for v in looks.values()):
         state.screened = None  # one look is all there is: screening cuts nothing
-    planned = {task: (looks[task][0] if state.screened else quality.repeats_for(task, reference=is_reference))
+    if state.screened:  # decided from throughput, not from the quality data: a fixed design of its first look
+        looks = {task: v[:1] for task, v in looks.items()}
+    planned = {task: looks[task][-1] if state.screened else quality.repeats_for(task, reference=is_reference)
                for task in quality.tasks}
     ref_scores = {t.task: t for t in (against.quality if against else [])}
     alpha = float((matrix.gate.alpha if matrix.gate and matrix.gate.alpha else None) or DEFAULT_ALPHA)
@@ -219,6 +221,15 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
                 score.stopped = (f"{decision.stop} at look {looks[task].index(done) + 1} of {len(looks[task])} "
                                  f"({done} of {planned[task]} repeats, alpha spent {level:.2g})")
                 settled.add(task)
+        worse = [t for t in settled if running[t].stopped.startswith("worse")]
+        if worse:  # the cell is worse whatever its other tasks say: each stops at its own next look
+            for task, score in running.items():
+                if task not in settled and done < planned[task]:
+                    planned[task] = next(look for look in looks[task] if look >= done)
+                    score.stopped = (f"stopped at {planned[task]} repeats: the cell is worse on "
+                                     f"{', '.join(sorted(worse))}")
+                    if planned[task] == done:
+                        settled.add(task)
         return settled
 
     run_quality(

@@ -1,0 +1,240 @@
+"""Sequential stopping and screening (analysis/sequential.py): its functions on hand cases, and the fixed design
+against the sequential one by simulation (benchmarks/sequential_design.py at few runs, fixed seeds).
+
+Tolerances are set from the benchmark's own figures at its defaults (4,000 runs, README "Sequential stopping and
+screening"): tokens 42.0% of the fixed design's, per-task power 2.2 points below it, false alarms 0 in both; the
+bounds below are what a broken rule would miss by far (no looks: 100%; no screening: about 75%; looks tested at
+alpha each: false alarms far above the fixed design's at the least favourable null)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from benchmarks import sequential_design as sd
+from evalharness.analysis.sequential import (decide_look, default_looks, final_alpha, look_levels, screened,
+                                             spent)
+from evalharness.analysis.stats import PairedEvidence, paired_evidence
+
+MARGIN, ALPHA, CELLS = 0.02, 0.05, 24
+
+
+# ------------------------------------------------------------------------------------------- sequential.py by hand
+
+@pytest.mark.parametrize("repeats, looks", [(1, [1]), (2, [1, 2]), (3, [1, 2, 3]), (8, [1, 2, 4, 8]),
+                                            (15, [1, 4, 8, 15]), (30, [1, 8, 15, 30]), (26, [1, 7, 13, 26])])
+def test_default_looks_are_one_a_quarter_a_half_and_all(repeats, looks):
+    got = default_looks(repeats)
+    assert got == looks
+    assert got[0] == 1 and got[-1] == repeats and got == sorted(set(got))
+
+
+@pytest.mark.parametrize("looks", [[1], [1, 2], [1, 2, 4, 8], [1, 4, 8, 15], [1, 8, 15, 30], [3, 6, 9, 12, 40]])
+@pytest.mark.parametrize("alpha", [0.05, 0.01, 0.2])
+def test_look_levels_spend_at_most_alpha_in_all(looks, alpha):
+    levels = look_levels(alpha, looks)
+    assert len(levels) == len(looks)
+    assert all(v >= 0 for v in levels)
+    assert sum(levels) <= alpha + 1e-12
+    assert sum(levels) == pytest.approx(alpha, abs=1e-9)  # all of it is spent by the last look
+    # O'Brien-Fleming-like: later looks get more than earlier ones; with four or more, the first almost nothing
+    assert levels == sorted(levels)
+    if len(looks) >= 4:
+        assert levels[0] < alpha / 100
+
+
+def test_look_levels_match_the_docstrings_example():
+    levels = look_levels(0.05, [1, 2, 4, 8])
+    assert [round(v, 4) for v in levels] == [0.0, 0.0001, 0.0055, 0.0444]  # the docstring says 0.0056 and 0.044
+
+
+def test_spending_function_hand_values():
+    assert spent(0.05, 1.0) == pytest.approx(0.05)
+    assert spent(0.05, 0.0) == 0.0
+    # 2 - 2 Phi(1.96 / sqrt(0.25)) = 2 - 2 Phi(3.92)
+    assert spent(0.05, 0.25) == pytest.approx(2 * (1 - 0.999955687), rel=1e-3)
+
+
+def test_final_alpha_of_a_single_look_is_alpha():
+    assert final_alpha(0.05, [1], 1) == 0.05
+    assert final_alpha(0.05, [7], 7) == 0.05
+
+
+def test_final_alpha_is_the_level_of_the_look_reached():
+    looks = [1, 8, 15, 30]
+    levels = look_levels(0.05, looks)
+    for look, level in zip(looks, levels):
+        assert final_alpha(0.05, looks, look) == level
+    assert final_alpha(0.05, looks, 10) == levels[2]  # between looks: the next look's
+    assert final_alpha(0.05, looks, 31) == levels[-1]
+
+
+def test_decide_look_stops_worse_on_a_clear_drop():
+    evidence = PairedEvidence(method="t", n=200, estimate=0.10, se=0.01, df=199)  # 8 standard errors above m
+    assert decide_look(evidence, MARGIN, 0.005, family_size=96).stop == "worse"
+    # the same drop at 4 standard errors passes level / family at 0.005 / 96 = 5.2e-5 (z 3.9) only just
+    near = PairedEvidence(method="t", n=200, estimate=0.02 + 4 * 0.005, se=0.005, df=199)
+    assert decide_look(near, MARGIN, 0.005, family_size=96).stop == "worse"
+    assert decide_look(near, MARGIN, 0.005, family_size=96 * 10).stop is None
+
+
+def test_decide_look_stops_equivalent_on_a_tight_interval():
+    evidence = PairedEvidence(method="t", n=200, estimate=0.001, se=0.004, df=199)
+    assert decide_look(evidence, MARGIN, 0.005, family_size=96).stop == "equivalent"  # 0.001 + 2.6 x 0.004
+    # a wider interval at a tiny early level does not stop
+    assert decide_look(evidence, MARGIN, 1e-12, family_size=96).stop is None
+
+
+def test_decide_look_goes_on_when_unsettled():
+    evidence = PairedEvidence(method="t", n=200, estimate=0.02, se=0.01, df=199)
+    assert decide_look(evidence, MARGIN, 0.0444, family_size=96).stop is None
+
+
+def test_decide_look_on_paired_evidence_of_documents():
+    rng = np.random.default_rng(3)
+    ref = rng.binomial(40, 0.8, size=200) / 40
+    assert decide_look(paired_evidence(ref, ref * 0.5), MARGIN, 0.0054, 96).stop == "worse"
+    cell = ref.copy()
+    cell[:20] -= 0.025  # a little spread, no drop
+    cell[20:40] += 0.025
+    assert decide_look(paired_evidence(ref, cell), MARGIN, 0.0054, 96).stop == "equivalent"
+    # two identical sides are the score test of no flips in 200 documents: +-0.022 at 90% (stats.py's docstring
+    # says +-0.013, the uncorrected figure), +-0.041 at 1 - 2 x 0.0054: never equivalent at a 0.02 margin
+    same = paired_evidence(ref, ref)
+    assert same.method == "score"
+    assert same.interval(0.9)[1] > MARGIN
+    assert decide_look(same, MARGIN, 0.0054, 96).stop is None
+    assert decide_look(same, MARGIN, 0.0444, 96).stop is None
+    assert decide_look(same, 0.05, 0.0054, 96).stop == "equivalent"
+
+
+def test_a_look_at_level_zero_never_stops():
+    evidence = PairedEvidence(method="t", n=200, estimate=0.6, se=0.03, df=199)
+    assert decide_look(evidence, MARGIN, 0.0, family_size=96).stop is None
+
+
+def test_the_first_look_of_a_long_plan_spends_something():
+    assert look_levels(0.05, default_looks(30))[0] > 0.0
+
+
+def test_screened_cells_are_the_not_faster_ones():
+    assert not screened("faster", full_quality=False)
+    assert screened("slower", full_quality=False)
+    assert screened("", full_quality=False)
+    assert not screened("slower", full_quality=True)
+
+
+# ------------------------------------------------------------------------------------------- the simulation
+
+def sm120_tasks() -> list[sd.Task]:
+    return sd.sized_tasks(sd.parse_tasks(sd.SM120, 0.5), consistency=0.5, margin=MARGIN, alpha=ALPHA, cells=CELLS)
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    tasks = sm120_tasks()
+    mix = sd.Mix.of(CELLS, 0.25, 0.25, 0.5)
+    res = sd.simulate(tasks, mix, margin=MARGIN, alpha=ALPHA, drop=2 * MARGIN, broken_factor=0.3, trials=300,
+                      seed=11, check=2)
+    return res, sd.report_mixed(res)
+
+
+@pytest.fixture(scope="module")
+def boundary():
+    tasks = sm120_tasks()
+    mix = sd.Mix.of(CELLS, 0.0, 1.0, 0.5)
+    return sd.simulate(tasks, mix, margin=MARGIN, alpha=ALPHA, drop=MARGIN, broken_factor=0.3, trials=300, seed=12)
+
+
+def test_sm120_sizes_are_the_ones_the_benchmark_reports():
+    assert [(t.cell_repeats, t.reference_repeats) for t in sm120_tasks()] == [(15, 44), (30, 118), (26, 118),
+                                                                             (22, 93)]
+
+
+def test_mix_is_balanced():
+    mix = sd.Mix.of(CELLS, 0.25, 0.25, 0.5)
+    for kind, count in ((sd.UNCHANGED, 12), (sd.BROKEN, 6), (sd.DROPPED, 6)):
+        assert mix.mask(kind).sum() == count
+        assert mix.mask(kind, True).sum() == count // 2
+
+
+def test_replica_agrees_with_the_package(mixed):
+    res, _ = mixed
+    assert res.checked == 2 and res.agreed == 2
+
+
+def test_replica_agrees_on_the_score_test_path():
+    """Greedy tasks (every p_i 0 or 1, a single reference repeat): both sides often 0/1, the score test and its
+    root-found interval."""
+    rng = np.random.default_rng(0)
+    tasks = [sd.Task("a", 60, 0.0, 1.0, 100, 6, 1, p=(rng.random(60) < 0.85).astype(float)),
+             sd.Task("b", 50, 0.0, 1.0, 100, 4, 1, p=(rng.random(50) < 0.7).astype(float))]
+    tasks = [sd.Task(t.name, t.docs, float(t.p.mean()), 1.0, 100, t.cell_repeats, 1, t.p) for t in tasks]
+    mix = sd.Mix.of(6, 1 / 6, 2 / 6, 0.5)
+    res = sd.simulate(tasks, mix, margin=0.1, alpha=ALPHA, drop=0.2, broken_factor=0.3, trials=8, seed=1, check=8)
+    assert res.checked == 8 and res.agreed == 8
+
+
+def test_the_check_catches_a_wrong_replica(monkeypatch):
+    """No Holm adjustment in the replica: at the least favourable null the package's decisions differ."""
+    monkeypatch.setattr(sd, "holm_adjusted", lambda p: p)
+    tasks = sm120_tasks()
+    mix = sd.Mix.of(CELLS, 0.0, 1.0, 0.0)
+    res = sd.simulate(tasks, mix, margin=MARGIN, alpha=ALPHA, drop=MARGIN, broken_factor=0.3, trials=4, seed=2,
+                      check=4)
+    assert res.agreed < res.checked
+
+
+def test_sequential_runs_at_most_the_fixed_repeats_and_screened_cells_one_look(mixed):
+    res, _ = mixed
+    full = np.array([t.cell_repeats for t in res.tasks])
+    assert np.all(res.reached <= full) and np.all(res.reached >= 1)
+    slow = ~np.array(res.mix.fast)
+    assert np.all(res.reached[:, slow, :] == 1)
+
+
+def test_sequential_uses_well_under_half_the_tokens(mixed):
+    _, figures = mixed
+    # the benchmark measures 42.0% at 4,000 runs (NOT the issue's 40%); runs range 36-48%
+    assert 0.36 < figures["ratio"] < 0.46
+
+
+def test_false_alarms_of_sequential_not_above_fixed(mixed, boundary):
+    _, figures = mixed
+    fa_fixed, fa_seq = sd._rate(figures["fixed"]["fa"])[0], sd._rate(figures["seq"]["fa"])[0]
+    assert fa_seq <= fa_fixed + 0.005
+    # the least favourable null (every cell truly worse by exactly the margin), fast cells: a "worse" is an error
+    fast = np.array(boundary.mix.fast)
+    fixed = sd.Result.cell_level(boundary.fixed)[:, fast] == sd.WORSE
+    seq = sd.Result.cell_level(boundary.seq)[:, fast] == sd.WORSE
+    tol = 2.5 * math.sqrt(max(fixed.mean(), 0.002) / fixed.size) * 3  # cells of a run are correlated
+    assert seq.mean() <= fixed.mean() + tol
+    assert np.mean(np.any(sd.Result.cell_level(boundary.seq) == sd.WORSE, axis=1)) <= 0.05 + 0.03
+
+
+def test_power_on_fast_cells_within_tolerance(mixed):
+    _, figures = mixed
+    p_fixed, p_seq = sd._rate(figures["fixed"]["power_fast"])[0], sd._rate(figures["seq"]["power_fast"])[0]
+    assert p_fixed > 0.97 and p_seq >= p_fixed - 0.02
+    # each task on its own is called worse less often: once one task of a cell is worse, the others stop at their
+    # next look (the cell is worse whatever they say), and the last look tests at 0.044, not 0.05
+    t_fixed = sd._rate(figures["fixed"]["power_task_fast"])[0]
+    t_seq = sd._rate(figures["seq"]["power_task_fast"])[0]
+    assert t_seq <= t_fixed + 0.005  # the same draws, fewer samples and a stricter level: never more
+
+
+def test_screened_cells_rest_on_their_first_look_and_slow_drops_go_uncaught(mixed):
+    res, figures = mixed
+    slow = ~np.array(res.mix.fast)
+    assert np.all(res.reached[:, slow, :] == 1)  # one repeat: the first look of every task
+    assert sd._rate(figures["seq"]["power_all"])[0] == pytest.approx(0.5, abs=0.02)
+    assert sd._rate(figures["seq"]["eq_fast"])[0] > 0.95
+    # a broken slow cell is caught: a screened cell is a fixed design of its first look, at the full alpha
+    broken_slow = slow & res.mix.mask(sd.BROKEN)
+    assert np.all(sd.Result.cell_level(res.seq)[:, broken_slow] == sd.WORSE)
+
+
+def test_every_task_of_a_broken_screened_cell_is_called_worse(mixed):
+    res, _ = mixed
+    broken_slow = ~np.array(res.mix.fast) & res.mix.mask(sd.BROKEN)
+    assert np.all(res.seq[:, broken_slow, :] == sd.WORSE)
