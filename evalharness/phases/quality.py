@@ -1,4 +1,6 @@
 """The quality phase: lm-eval tasks through the cell's endpoint, one task per subprocess, per-sample records kept.
+A repeat that finished before an interruption is not run again on resume (its folder's finished.json, same worker
+settings): a resumed cell goes on from its last finished repeat, hence from its last complete look.
 
 lm-eval aborts a whole evaluation when one request keeps failing after its retries. So each task runs in its own
 process (phases/_lmeval_worker.py, run as a module) with a per-cell, per-task SQLite request cache: when a task fails and the
@@ -32,12 +34,40 @@ def _tail(path: Path, lines: int = 6) -> str:
     return " | ".join(line.strip() for line in text[-lines:])
 
 
+FINISHED = "finished.json"
+VOLATILE = ("base_url",)  # differs between a run and its resume (a new port) without changing what is measured
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return {k: v for k, v in a.items() if k not in VOLATILE} == {k: v for k, v in b.items() if k not in VOLATILE}
+
+
+def _mark_finished(task_dir: Path, spec: dict[str, Any], score: TaskScore) -> TaskScore:
+    (task_dir / FINISHED).write_text(json.dumps({"spec": spec, "score": score.model_dump(mode="json")}))
+    return score
+
+
+def _finished(task_dir: Path, spec: dict[str, Any]) -> TaskScore | None:
+    """A repeat this folder already finished with the same worker settings (a resumed cell: its folder is kept only
+    when its settings hash is unchanged, runner/cellfolders.py), or None."""
+    try:
+        saved = json.loads((task_dir / FINISHED).read_text())
+        if _same(saved["spec"], spec) and (task_dir / "samples.jsonl").exists():
+            return TaskScore.model_validate(saved["score"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None
+
+
 def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, server_alive: Callable[[], bool],
              retries: int, timeout_s: float) -> TaskScore:
     """One task with retries; raises ServerDied when the server is gone."""
     task_dir.mkdir(parents=True, exist_ok=True)
     task_dir = task_dir.absolute()  # the worker changes into the tasks folder: relative paths would land there
     spec = {**spec, "task": task, "out_dir": str(task_dir), "cache": str(task_dir / "cache")}
+    finished = _finished(task_dir, spec)
+    if finished is not None:
+        return finished  # this repeat finished before the run was interrupted: resuming goes on after it
     spec_path = task_dir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2))
     begin = time.monotonic()
@@ -56,14 +86,14 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
         if code == 0 and summary_path.exists():
             summary = json.loads(summary_path.read_text())
             generation = summary.get("generation")
-            return TaskScore(task=task, version=summary.get("version"), metric=summary.get("headline"),
+            return _mark_finished(task_dir, spec, TaskScore(task=task, version=summary.get("version"), metric=summary.get("headline"),
                              value=summary.get("value"), stderr=summary.get("stderr"), n=summary.get("n"),
                              attempts=attempt, seconds=round(time.monotonic() - begin, 2),
                              samples=str((task_dir / "samples.jsonl").relative_to(run_dir.absolute())),
                              subtasks={k: SubtaskScore(**v) for k, v in (summary.get("subtasks") or {}).items()},
                              generation=GenerationStats(**generation) if generation else None,
                              aggregation=summary.get("aggregation"), higher_is_better=summary.get("higher_is_better"),
-                             seed=spec.get("seed"))
+                             seed=spec.get("seed")))
         if code is None:
             error = f"timed out after {timeout_s:.0f}s"
         elif code == 0:

@@ -212,3 +212,29 @@ def test_the_quality_phase_stops_a_task_settled_against_the_reference(tmp_path, 
     broken = cell("broken", [0.0] * 400)
     assert broken.stopped.startswith("worse at look") and broken.finished_repeats() < 8
     assert cell("ref", values).finished_repeats() == 8  # the reference never stops early
+
+
+def test_a_resumed_cell_goes_on_after_its_last_finished_repeat(tmp_path, monkeypatch):
+    """run_task keeps what a repeat finished: on resume (same settings; another port) it is not run again."""
+    import subprocess
+
+    from evalharness.phases import quality
+
+    ran = []
+
+    def fake_worker(argv, **kwargs):
+        spec = json.loads(open(argv[-1]).read())
+        ran.append(spec["seed"])
+        out = __import__("pathlib").Path(spec["out_dir"])
+        (out / "summary.json").write_text(json.dumps({"version": 1.0, "headline": "acc,none", "value": 0.5}))
+        (out / "samples.jsonl").write_text("")
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(quality.subprocess, "run", fake_worker)
+    spec = {"base_url": "http://127.0.0.1:1/v1", "seed": 1234, "limit": None}
+    first = quality.run_task("t", spec, tmp_path / "t", tmp_path, lambda: True, 0, 10)
+    again = quality.run_task("t", {**spec, "base_url": "http://127.0.0.1:2/v1"}, tmp_path / "t", tmp_path,
+                             lambda: True, 0, 10)
+    assert ran == [1234] and again == first and first.value == 0.5
+    quality.run_task("t", {**spec, "limit": 5}, tmp_path / "t", tmp_path, lambda: True, 0, 10)
+    assert ran == [1234, 1234]  # other settings: run again
