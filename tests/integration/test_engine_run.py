@@ -177,8 +177,15 @@ def test_signals_at_random_phases_then_resume_reproduce_the_uninterrupted_run(fi
     assert final["complete"] is True
     if left_behind:
         assert any("left running by an earlier harness" in note for note in final["notes"]), final["notes"]
-    for cid, kept in saved["cells"].items():  # finished cells are skipped: their records are untouched
-        assert final["cells"][cid] == kept, cid
+    for cid, kept in saved["cells"].items():  # finished cells are skipped: what they measured is untouched
+        now = final["cells"][cid]
+        assert {k: v for k, v in now.items() if k != "drift"} == {k: v for k, v in kept.items() if k != "drift"}, cid
+        # their drift is decided again with every cell: the worse-test is Holm-adjusted over the whole run's
+        # comparisons, which grow as cells finish; the paired estimates themselves do not move
+        if kept.get("drift"):
+            estimates = lambda d: [(t["task"], t["paired"], t["delta"], t["right_to_wrong"], t["wrong_to_right"])
+                                   for t in d["tasks"]]  # noqa: E731
+            assert estimates(now["drift"]) == estimates(kept["drift"]), cid
     uninterrupted = json.loads((reference_out / "results.json").read_text())["cells"]
     assert sorted(final["cells"]) == sorted(uninterrupted)
     for cid, cell in final["cells"].items():
