@@ -37,10 +37,12 @@ def _refusal(out: TaskDrift, reason: str) -> tuple[TaskDrift, None]:
 
 
 def task_evidence(task: str, ref_score: TaskScore, cell_score: TaskScore, run_dir: Path,
-                  cell_dir: Path | None = None) -> tuple[TaskDrift, PairedEvidence | None]:
+                  cell_dir: Path | None = None,
+                  read: dict[tuple, SideScores] | None = None) -> tuple[TaskDrift, PairedEvidence | None]:
     """Pair one task's headline records per subtask and document, each side's mean over its repeats; refuse across
     task versions and for a metric that cannot be paired. The drift without its verdict, and the evidence for one.
-    `cell_dir`: the cell's run folder when it is another run's (`compare`); by default both sides are in `run_dir`."""
+    `cell_dir`: the cell's run folder when it is another run's (`compare`); by default both sides are in `run_dir`.
+    `read`: the reference's sides already read in this refresh (every cell pairs with the same reference files)."""
     out = TaskDrift(task=task, metric=ref_score.metric, confidence=CONFIDENCE)
     if ref_score.error or cell_score.error or not ref_score.samples or not cell_score.samples:
         return _refusal(out, "a side has no samples (the task failed)")
@@ -55,7 +57,10 @@ def task_evidence(task: str, ref_score: TaskScore, cell_score: TaskScore, run_di
         pairable_aggregation(task, ref_score.metric, ref_score.aggregation)
         for name, sub in ref_score.subtasks.items():
             pairable_aggregation(name, sub.metric, sub.aggregation)
-        ref = side_scores(run_dir, ref_score)
+        key = (str(run_dir), task, tuple(p for _, p, _ in ref_score.all_repeats()))
+        ref = read[key] if read is not None and key in read else side_scores(run_dir, ref_score)
+        if read is not None:
+            read[key] = ref
         cell = side_scores(cell_dir or run_dir, cell_score, Headline.of(ref_score))
     except UnpairableMetric as exc:
         return _refusal(out, str(exc))
@@ -163,7 +168,8 @@ def compare_cells(reference: list[Scored], cell: list[Scored]) -> DistributionDr
 
 
 def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_dir: Path,
-                  gate: Mapping[str, Any] | None = None) -> tuple[CellDrift, dict[str, PairedEvidence]]:
+                  gate: Mapping[str, Any] | None = None,
+                  read: dict[tuple, SideScores] | None = None) -> tuple[CellDrift, dict[str, PairedEvidence]]:
     """How far `cell` (of the run in `cell_dir`) drifted from `reference` (of the run in `ref_dir`): the same run's
     reference cell for drift, or the same cell in the base run for `compare`. Paired per document, never by means.
     Each task is decided within this cell's own tasks (Holm over them); `decide_run` re-decides a whole run's family.
@@ -174,7 +180,7 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
     for score in cell.quality:
         if score.task not in ref_tasks:
             continue
-        task, found = task_evidence(score.task, ref_tasks[score.task], score, ref_dir, cell_dir)
+        task, found = task_evidence(score.task, ref_tasks[score.task], score, ref_dir, cell_dir, read)
         drift.tasks.append(task)
         if found is not None:
             evidence[score.task] = found
@@ -257,10 +263,11 @@ def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> Non
     weights = (run.meta.matrix.get("report") or {}).get("task_weights")
     reference = run.cells[run.reference]
     family: dict[str, tuple[CellDrift, dict[str, PairedEvidence]]] = {}
+    read: dict[tuple, SideScores] = {}  # the reference's files, read once for every cell
     for cid, cell in run.cells.items():
         if cell.status in ("ok", "garbage") and cid != run.reference:
             try:
-                family[cid] = drift_between(reference, out_dir, cell, out_dir, gate)
+                family[cid] = drift_between(reference, out_dir, cell, out_dir, gate, read)
             except (OSError, ValueError, ResultsError) as exc:  # a damaged sample file must not stop the run
                 run.notes.append(f"drift of {cid} could not be computed: {exc}")
     alphas = {(cid, t.task): final_alpha(_alpha(gate), t.looks, t.finished_repeats())

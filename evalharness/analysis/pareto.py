@@ -91,10 +91,15 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
 
 def chosen_scenario(run: RunResult) -> str | None:
     """The throughput scenario on the Pareto axis: the matrix's choice, else the first single-stream one."""
-    wanted = (run.meta.matrix.get("report") or {}).get("throughput_scenario")
+    return scenario_of(run.meta.matrix)
+
+
+def scenario_of(matrix: dict) -> str | None:
+    """chosen_scenario from a matrix as results.json keeps it (a validated matrix's model_dump(mode="json"))."""
+    wanted = (matrix.get("report") or {}).get("throughput_scenario")
     if wanted:
         return wanted
-    scenarios = (run.meta.matrix.get("throughput") or {}).get("scenarios") or []
+    scenarios = (matrix.get("throughput") or {}).get("scenarios") or []
     single = [s["name"] for s in scenarios if s.get("concurrency") == 1]
     return single[0] if single else (scenarios[0]["name"] if scenarios else None)
 
@@ -120,6 +125,12 @@ def ratio_to_reference(tp: float, tp_range: tuple[float, float] | None, ref: flo
     verdict = ("faster" if faster(tp, tp_range, ref, ref_range) else
                "slower" if faster(ref, ref_range, tp, tp_range) else "within noise")
     return ratio, lo / ref_hi, (hi / ref_lo if ref_lo > 0 else None), verdict
+
+
+def worth_more_than_reference(ratio: float, verdict: str) -> bool:
+    """Faster than the reference beyond the noise (ratio_to_reference's verdict); measured once on both sides there
+    is no noise to beat, and the between-run floor alone decides. What screening and the recommendation both ask."""
+    return verdict == "faster" or (verdict == "" and ratio >= 1 + MIN_THROUGHPUT_CHANGE)
 
 
 def _drift(run: RunResult, cid: str, cell: CellResult, measure: str) -> float | None:

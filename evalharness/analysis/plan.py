@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 from pydantic import BaseModel
 
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
@@ -99,7 +100,7 @@ def _measured(run: RunResult, run_dir: Path, task: str) -> dict[str, Any] | None
     if side.repeats >= 2:
         keys = [k for k in side.means if all(k in r for r in side.per_repeat)]
         per_doc = [[r[k] for r in side.per_repeat] for k in keys]
-        within = sum(_variance(v) for v in per_doc) / len(per_doc)
+        within = float(np.var(np.array(per_doc), axis=1, ddof=1).mean())
         total = accuracy * (1 - accuracy)
         out["consistency"] = 1.0 if total <= 0 else min(1.0, max(0.0, 1 - within / total))
         out["deterministic"] = within == 0
@@ -107,11 +108,6 @@ def _measured(run: RunResult, run_dir: Path, task: str) -> dict[str, Any] | None
     else:
         out["source"] = f"measured: the reference of {run_dir} (one repeat: consistency {DEFAULT_CONSISTENCY} assumed)"
     return out
-
-
-def _variance(values: list[float]) -> float:
-    mean = sum(values) / len(values)
-    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
 
 
 def _throughput(run: RunResult, concurrency: int) -> tuple[float, str] | None:

@@ -9,7 +9,8 @@ import math
 
 from pydantic import BaseModel
 
-from evalharness.analysis.pareto import MIN_THROUGHPUT_CHANGE, pareto, ratio_to_reference, scenario_range, scenario_throughput
+from evalharness.analysis.pareto import (pareto, ratio_to_reference, scenario_range, scenario_throughput,
+                                        worth_more_than_reference)
 from evalharness.records.run import RunResult
 
 
@@ -64,8 +65,7 @@ def recommend(run: RunResult) -> Recommendation:
         cell = run.cells[point.cell]
         ratio, low, high, verdict = ratio_to_reference(point.throughput, scenario_range(cell, chart.scenario), ref_tp,
                                                        scenario_range(reference, chart.scenario))
-        # measured once on both sides there is no noise to beat: the between-run floor alone decides
-        if verdict == "faster" or (verdict == "" and ratio >= 1 + MIN_THROUGHPUT_CHANGE):
+        if worth_more_than_reference(ratio, verdict):
             faster.append((point, ratio, low, high))
     faster.sort(key=lambda f: -f[0].throughput)
     for point, ratio, low, high in faster:

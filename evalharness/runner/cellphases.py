@@ -12,7 +12,7 @@ import httpx
 
 from evalharness.analysis.drift import task_evidence
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
-from evalharness.analysis.pareto import MIN_THROUGHPUT_CHANGE, ratio_to_reference
+from evalharness.analysis.pareto import ratio_to_reference, scenario_of, worth_more_than_reference
 from evalharness.analysis.sequential import decide_look, default_looks, look_levels, screened
 from evalharness.matrix.schema import Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes
@@ -153,30 +153,19 @@ def probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id
         state.status, state.reason = "garbage", summary.reason
 
 
-def _pareto_scenario(matrix: Matrix) -> str | None:
-    """The scenario the front and screening compare (pareto.chosen_scenario, from the matrix itself)."""
-    if matrix.report.throughput_scenario:
-        return matrix.report.throughput_scenario
-    scenarios = matrix.throughput.scenarios if matrix.throughput else []
-    single = [s.name for s in scenarios if s.concurrency == 1]
-    return single[0] if single else (scenarios[0].name if scenarios else None)
-
-
 def screening(matrix: Matrix, state: CellRun, reference: CellResult | None) -> str | None:
     """Why this cell's quality runs its first look only (not faster than the reference beyond the noise), or None."""
     quality = matrix.quality
     if quality is None or quality.full_quality or reference is None:
         return None
-    name = _pareto_scenario(matrix)
+    name = scenario_of(matrix.model_dump(mode="json"))
     mine = next((s for s in state.throughput if s.name == name), None)
     theirs = next((s for s in reference.throughput if s.name == name), None)
     if mine is None or theirs is None or theirs.output_tok_s <= 0:
         return None
     ratio, _, _, verdict = ratio_to_reference(mine.output_tok_s, mine.tok_s_range(), theirs.output_tok_s,
                                               theirs.tok_s_range())
-    if verdict == "" and ratio >= 1 + MIN_THROUGHPUT_CHANGE:
-        verdict = "faster"  # measured once on both sides: the between-run floor alone decides, as on the front
-    if not screened(verdict, quality.full_quality):
+    if not screened("faster" if worth_more_than_reference(ratio, verdict) else verdict, quality.full_quality):
         return None
     return (f"not faster than the reference in {name} ({ratio:.2f}x, {verdict or 'measured once'}): it can never "
             "be worth shipping, so quality ran its first look only (quality.full_quality: true runs it all)")
