@@ -19,8 +19,8 @@ from scipy.stats import norm
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, TaskDecision, cell_outcome, decide, decide_family, margin_for
 from evalharness.analysis.noeffect import no_effect_pairs
 from evalharness.analysis.sequential import final_alpha
-from evalharness.analysis.pairing import (Headline, SideScores, UnpairableMetric, pair, pairable_aggregation,
-                                          side_scores)
+from evalharness.analysis.pairing import (Headline, SideScores, UnpairableMetric, check_prompts, pair,
+                                          pairable_aggregation, side_scores)
 from evalharness.analysis.stats import PairedEvidence, mcnemar_exact, paired_evidence, topk_kl
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
 from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift, TaskNoise
@@ -62,6 +62,7 @@ def task_evidence(task: str, ref_score: TaskScore, cell_score: TaskScore, run_di
         if read is not None:
             read[key] = ref
         cell = side_scores(cell_dir or run_dir, cell_score, Headline.of(ref_score))
+        check_prompts(task, ref.prompts, cell.prompts)
     except UnpairableMetric as exc:
         return _refusal(out, str(exc))
     return evidence_of(out, ref, cell, ref_score.higher_is_better is not False)

@@ -30,8 +30,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from evalharness.analysis.equivalence import decide_family, margin_for
-from evalharness.analysis.pairing import (Headline, UnpairableMetric, canonical_scores, pairable_aggregation, pair,
-                                          side_of_values, side_scores)
+from evalharness.analysis.pairing import (Headline, UnpairableMetric, canonical_scores, check_prompts,
+                                          pairable_aggregation, pair, side_of_values, side_scores)
 from evalharness.analysis.pareto import MIN_THROUGHPUT_CHANGE
 from evalharness.analysis.stats import PairedEvidence, log_ratio_interval, paired_evidence
 from evalharness.records.baseline import Baseline, BaselineCell, BaselineError, BaselineTask, Thresholds
@@ -75,7 +75,7 @@ def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresh
                 version=score.version, metric=score.metric, value=score.value,
                 subtask_versions={k: s.version for k, s in score.subtasks.items()}, correct=side.means,
                 repeats=side.repeats, seeds=[s for s in side.seeds if s is not None],
-                weights=side.weights if side.pooled else {}, aggregation=score.aggregation,
+                weights=side.weights if side.pooled else {}, aggregation=score.aggregation, prompts=side.prompts,
                 higher_is_better=score.higher_is_better,
                 within_doc_variance=noise[0].within_doc_variance if noise else None)
         out[cid] = BaselineCell(status=cell.status, tasks=tasks,
@@ -291,7 +291,12 @@ def _task_evidence(run_id: str, task: str, expected: BaselineTask, score: TaskSc
         raise GateError(f"{run_id}: {exc}") from None
     # the baseline's keys decide what is compared: its headline records, matched among the run's records
     before = side_of_values(canonical_scores(expected.correct, task, expected.metric),
-                            canonical_scores(expected.weights, task, expected.metric), expected.repeats)
+                            canonical_scores(expected.weights, task, expected.metric), expected.repeats,
+                            expected.prompts)
+    try:
+        check_prompts(task, before.prompts, mine.prompts)
+    except UnpairableMetric as exc:
+        raise GateError(f"{run_id}: {exc}") from None
     paired = pair(before.means, mine.means, before.weights)
     n = len(paired.keys)
     out = [coverage_violation(run_id, task, n, total)] if n < total else []

@@ -11,12 +11,16 @@ on the *headline* records: per subtask, the filter and metric its own config put
 TaskScore.subtasks, 'metric,filter' as lm-eval names its results). Keys saved before this (baselines with
 'doc_id|doc_hash') still load: the missing parts are the task itself and the baseline task's headline.
 
-Pairing is by sample, never a difference of two means: equal accuracy can hide many flips.
+Pairing is by sample, never a difference of two means: equal accuracy can hide many flips. And only of the same
+question: each sample keeps the hash of the prompt it was asked with (`prompt_key`: lm-eval's prompt_hash, with the
+chat template switches folded in), and two sides whose prompts differ for a document are refused (PromptsDiffer,
+naming the task and the first such document): a changed few-shot set, system prompt or chat template switch, or an
+lm-eval upgrade that changed a prompt without bumping the task's version, would otherwise be compared silently.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalharness.records.cellfiles import load_samples
@@ -76,6 +80,7 @@ class DocScore:
 
     value: float
     weight: float = 1.0
+    prompt: str | None = None  # the hash of the prompt the document was asked with (None: records before it was kept)
 
 
 def _number(value: object) -> DocScore | None:
@@ -121,7 +126,7 @@ def sample_records(path: Path, task: str, headline: Headline | None = None) -> d
             key = record_key(subtask, row.get("doc_id"), row.get("doc_hash"), filt, metric)
             number = _number(value)
             if number is not None:
-                out[key] = number
+                out[key] = DocScore(number.value, number.weight, row.get("prompt_key") or row.get("prompt_hash"))
             elif headline is not None and headline(key) and value is not None:
                 raise UnpairableMetric(f"task {subtask}: metric {metric} holds {type(value).__name__} values per "
                                        f"document ({str(value)[:60]}), not scores: it is aggregated over the whole "
@@ -144,6 +149,7 @@ class SideScores:
     weights: dict[str, float]
     per_repeat: list[dict[str, float]]
     seeds: list[int | None]
+    prompts: dict[str, str] = field(default_factory=dict)  # record -> prompt hash, where the records kept it
 
     @property
     def repeats(self) -> int:
@@ -161,7 +167,8 @@ def _side(records: list[dict[str, DocScore]], seeds: list[int | None]) -> SideSc
         values = [r[key].value for r in records if key in r]
         means[key] = sum(values) / len(values)
     return SideScores(means=means, weights={k: v.weight for k, v in first.items()},
-                      per_repeat=[{k: v.value for k, v in r.items()} for r in records], seeds=seeds)
+                      per_repeat=[{k: v.value for k, v in r.items()} for r in records], seeds=seeds,
+                      prompts={k: v.prompt for k, v in first.items() if v.prompt})
 
 
 def _repeat_paths(score: TaskScore) -> list[tuple[str, int | None]]:
@@ -178,11 +185,31 @@ def side_scores(run_dir: Path, score: TaskScore, headline: Headline | None = Non
     return _side(records, [seed for _, seed in paths])
 
 
-def side_of_values(values: dict[str, float], weights: dict[str, float] | None = None, repeats: int = 1) -> SideScores:
+def side_of_values(values: dict[str, float], weights: dict[str, float] | None = None, repeats: int = 1,
+                   prompts: dict[str, str] | None = None) -> SideScores:
     """A side known only by its per-document means (a baseline): `repeats` says how many draws each mean is over."""
     weights = weights or {}
     return SideScores(means=dict(values), weights={k: weights.get(k, 1.0) for k in values},
-                      per_repeat=[dict(values)] * max(1, repeats), seeds=[None] * max(1, repeats))
+                      per_repeat=[dict(values)] * max(1, repeats), seeds=[None] * max(1, repeats),
+                      prompts=dict(prompts or {}))
+
+
+class PromptsDiffer(UnpairableMetric):
+    """The two sides asked a document with different prompts: not the same question, so not paired."""
+
+
+def check_prompts(task: str, before: dict[str, str], after: dict[str, str]) -> None:
+    """Raise PromptsDiffer at the first record (in `before`'s order) both sides asked with a different prompt.
+    Records that kept no prompt hash (older runs and baselines) are not checked."""
+    for key, prompt in before.items():
+        other = after.get(key)
+        if other is not None and other != prompt:
+            subtask, doc_id = key.split(SEP)[:2]
+            where = f"task {task}" + (f" (subtask {subtask})" if subtask != task else "")
+            raise PromptsDiffer(f"{where}: document {doc_id} was asked with a different prompt on each side (prompt "
+                                f"hash {prompt[:12]} vs {other[:12]}): the few-shot examples, system prompt, chat "
+                                "template switches or the task's lm-eval code changed; not paired (run both with "
+                                "the same prompts, or save a new baseline)")
 
 
 def subtask_of(key: str) -> str:

@@ -1,20 +1,16 @@
 """The matrix file's schema (pydantic, extra keys refused) and the Cell it expands into. Pure; imports nothing else of
-evalharness. A matrix names an engine, a model, base launch arguments and environment, and axes; each axis has named
+evalharness but its own parts (matrix/base.py, matrix/quality.py). A matrix names an engine, a model, base launch arguments and environment, and axes; each axis has named
 values that add arguments and/or environment variables.
 """
 
 from __future__ import annotations
 
-import difflib
-import typing
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_+-]*$"
-# task names become folder names under the run: no separators, so none can leave the run folder
-TASK_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
-"""Axis and value names become parts of cell ids and folder names: no dots, slashes or spaces."""
+from evalharness.matrix.base import NAME_PATTERN, TASK_PATTERN, _Strict, unknown_name  # noqa: F401  (re-exported)
+from evalharness.matrix.quality import QualitySection
 
 ArgScalar = Union[bool, int, float, str, None]
 ArgValue = Union[ArgScalar, list[Union[int, float, str]], dict[str, Any]]
@@ -34,9 +30,6 @@ def _env_value(value: Any) -> Any:
 
 EnvValue = Annotated[str, BeforeValidator(_env_value)]
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 def _check_flags(args: dict[str, Any]) -> dict[str, Any]:
@@ -84,106 +77,6 @@ class DistributionSection(_Strict):
     enabled: bool = True
     prompts: str | None = Field(None, description="JSONL of {id, prompt}; default tasks/probes/distribution.jsonl")
     max_tokens: int = Field(32, gt=0, description="length of the reference's continuations")
-
-
-class TaskData(_Strict):
-    """A task's data from files on this machine instead of the hub: lm-eval's own task config runs unchanged but for
-    its dataset, loaded with the `format` builder from `data_files` (split -> path(s)); in a path, {task} and
-    {dataset_name} name each leaf task of a group and its hub config (mmlu: one folder per subject)."""
-
-    data_files: dict[str, Union[str, list[str]]] = Field(min_length=1)
-    format: Literal["json", "csv", "parquet"] = "json"
-    dataset_kwargs: dict[str, Any] = Field(default_factory=dict, description="more load_dataset arguments")
-
-
-MaxGenToks = Annotated[int | None, Field(None, gt=0, description="generation budget; overrides the task config's")]
-GenKwargs = Annotated[dict[str, Any], Field(default_factory=dict, description="e.g. {temperature: 0.6, top_p: 0.95, "
-                                           "top_k: 20, do_sample: true}; override the task config's generation_kwargs")]
-ChatTemplateKwargs = Annotated[dict[str, Any] | None, Field(None, description="api chat: sent with every request, e.g. "
-                                                            "{enable_thinking: true}")]
-ThinkEndToken = Annotated[str | None, Field(None, description="api chat, an engine without a reasoning parser: the "
-                                            "answer is the text after this token (e.g. '</think>'), the rest reasoning")]
-GENERATION_KEYS = ("max_gen_toks", "gen_kwargs", "chat_template_kwargs", "think_end_token")
-
-
-class TaskSettings(_Strict):
-    """One task's own settings (quality.task_settings.<task>), over the quality section's."""
-
-    limit: int | None = Field(None, gt=0, description="documents (per subtask of a group), over quality.limit")
-    repeats: int | None = Field(None, ge=1, le=1000, description="over quality.repeats")
-    reference_repeats: int | None = Field(None, ge=1, le=1000, description="over quality.reference_repeats")
-    max_gen_toks: MaxGenToks
-    gen_kwargs: GenKwargs
-    chat_template_kwargs: ChatTemplateKwargs
-    think_end_token: ThinkEndToken
-
-
-class QualitySection(_Strict):
-    """Quality tasks (lm-eval) through the endpoint, one task at a time, per-sample records kept. The generation
-    settings (budget, sampling, chat template switches) apply to every generation task unless overridden per task."""
-
-    tasks: list[Annotated[str, Field(pattern=TASK_PATTERN)]] = Field(min_length=1)
-    max_gen_toks: MaxGenToks
-    gen_kwargs: GenKwargs
-    chat_template_kwargs: ChatTemplateKwargs
-    think_end_token: ThinkEndToken
-    data: dict[str, TaskData] = Field(default_factory=dict, description="task -> local data files (no hub)")
-    task_settings: dict[str, TaskSettings] = Field(default_factory=dict, description="task -> its own settings")
-    include_path: str | None = Field(None, description="folder of task YAMLs; default the shipped tasks/lm_eval")
-    include_defaults: bool = Field(False, description="also index lm-eval's built-in tasks (gsm8k, ...; slower)")
-    api: Literal["completions", "chat"] = "completions"
-    tokenizer: Literal["remote", "none"] = Field(
-        "remote", description="remote: the engine's /tokenize and /tokenizer_info (loglikelihood tasks need it; vLLM "
-        "needs --enable-tokenizer-info-endpoint); none: generation tasks only")
-    limit: int | None = Field(None, gt=0)
-    repeats: int = Field(1, ge=1, le=1000, description="samples per document in every cell: repeat k sends seed "
-                         "`seed`+k with every request, the same seeds in every cell; the analysis pairs per-document "
-                         "means over the repeats")
-    reference_repeats: int | None = Field(None, ge=1, le=1000, description="repeats of the reference cell (default "
-                                          "`repeats`): C cells share one reference, so about sqrt(C) times the "
-                                          "cells' repeats is efficient; two or more give the A/A noise floor")
-    seed: int = Field(1234, description="the seed of repeat 0 (lm-eval's own default)")
-    looks: list[Annotated[int, Field(ge=1)]] | None = Field(
-        None, description="the repeats after which a cell looks and stops each task that is settled (equivalent or "
-        "worse, analysis/sequential.py); default 1, a quarter, a half and all of its repeats")
-    full_quality: bool = Field(False, description="run every look in every cell: no screening (by default a cell "
-                               "not faster than the reference beyond the noise runs only the first look)")
-    budget_hours: float | None = Field(None, gt=0, description="hours of generation the quality phase may cost in "
-                                       "all: `run` refuses a matrix whose margins this cannot reach (`evalharness "
-                                       "plan`), unless --over-budget")
-    concurrency: int = Field(4, gt=0)
-    retries: int = Field(2, ge=0, description="reruns of a failed task (its request cache resumes it)")
-    task_timeout_s: float = Field(3600.0, gt=0)
-
-    @model_validator(mode="after")
-    def _known_tasks(self) -> "QualitySection":
-        for section in ("data", "task_settings"):
-            for task in getattr(self, section):
-                if task not in self.tasks:
-                    raise ValueError(f"{section}.{task}: {unknown_name('task', task, self.tasks)}")
-        for where, settings in [("", self), *((f"task_settings.{t}.", g) for t, g in self.task_settings.items())]:
-            if self.api != "chat" and (settings.chat_template_kwargs or settings.think_end_token):
-                raise ValueError(f"{where}chat_template_kwargs and think_end_token apply to api: chat only")
-        return self
-
-    def repeats_for(self, task: str, reference: bool) -> int:
-        """How many repeats one task runs in a cell (the reference's own count where it is the reference)."""
-        own = self.task_settings.get(task)
-        repeats = (own.repeats if own and own.repeats else None) or self.repeats
-        if reference:
-            return (own.reference_repeats if own and own.reference_repeats else None) or self.reference_repeats \
-                or repeats
-        return repeats
-
-    def settings_for(self, task: str) -> dict[str, Any]:
-        """The worker's settings for one task (limit and generation): the section's, overridden by the task's own."""
-        own = self.task_settings.get(task)
-        merged = {key: getattr(self, key) for key in ("limit", *GENERATION_KEYS)}
-        if own is not None:
-            merged.update({k: v for k, v in own.model_dump(exclude_unset=True).items()
-                           if k not in ("gen_kwargs", "repeats", "reference_repeats")})
-            merged["gen_kwargs"] = {**self.gen_kwargs, **own.gen_kwargs}
-        return merged
 
 
 class RequestsSection(_Strict):
@@ -335,10 +228,3 @@ class Cell(BaseModel):
     args: dict[str, ArgValue]
     env: dict[str, str]
     settings_hash: str
-
-
-def unknown_name(kind: str, name: str, known: typing.Iterable[str]) -> str:
-    known = list(known)
-    message = f"unknown {kind} {name!r}; expected one of {known}"
-    close = difflib.get_close_matches(name, known, n=1)
-    return message + (f" (did you mean {close[0]!r}?)" if close else "")

@@ -51,8 +51,27 @@ def fallback_headline(metrics: dict[str, Any]) -> str | None:
     return None
 
 
-def config_headline(config: dict[str, Any] | None, metrics: dict[str, Any]) -> str | None:
-    """'metric,filter' from a leaf task's config, checked against what lm-eval reported for it."""
+class HeadlineMissing(ValueError):
+    """The matrix's headline for a task is not among the figures lm-eval reported for it."""
+
+
+def chosen_headline(choice: str | None) -> str | None:
+    """The matrix's `headline` as lm-eval names it in its results: 'metric,filter' ('metric/filter' accepted;
+    a bare metric is the 'none' filter's)."""
+    if not choice:
+        return None
+    metric, sep, filt = choice.replace("/", ",").partition(",")
+    return f"{metric.strip()},{filt.strip() if sep else 'none'}"
+
+
+def config_headline(config: dict[str, Any] | None, metrics: dict[str, Any], choice: str | None = None) -> str | None:
+    """'metric,filter': the matrix's choice, else from a leaf task's config, checked against what lm-eval reported
+    for it."""
+    if choice:
+        if choice not in metrics:
+            raise HeadlineMissing(f"headline {choice!r} is not a figure lm-eval reports for this task; it has "
+                                  f"{', '.join(_metric_keys(metrics)) or 'none'}")
+        return choice
     config = config or {}
     metric_list = config.get("metric_list") or []
     filter_list = config.get("filter_list") or []
@@ -114,19 +133,42 @@ def sample_row(leaf: str, sample: dict[str, Any], answer: dict[str, Any] | None)
     }
     if answer is not None:
         row.update(finish_reason=answer.get("finish_reason"), completion_tokens=answer.get("completion_tokens"),
-                   reasoning=answer.get("reasoning"))
+                   reasoning=answer.get("reasoning"), stop_reason=answer.get("stop_reason"),
+                   answer_stop=answer.get("answer_stop"))
     return row
 
 
-def generation_stats(answers: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """GenerationStats (records/measures.py) over one answer per request."""
+def read_failures(path) -> list[dict]:
+    """The failed attempts of requests (request_failures.jsonl of _lmeval_requests.py), oldest first."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def generation_stats(answers: list[dict[str, Any]], failures: list[dict] | None = None) -> dict[str, Any] | None:
+    """GenerationStats (records/measures.py) over one answer per request, and the failed attempts."""
+    failures = failures or []
     if not answers:
-        return None
+        return {"requests": 0, "failed_attempts": len(failures),
+                "retried_requests": len({f.get("key") for f in failures})} if failures else None
     tokens = [a["completion_tokens"] for a in answers if isinstance(a.get("completion_tokens"), int)]
     reasoning_tokens = [a["reasoning_tokens"] for a in answers if isinstance(a.get("reasoning_tokens"), int)]
     return {
         "requests": len(answers),
         "truncated": sum(a.get("finish_reason") == "length" for a in answers),
+        "empty": sum(not str(a.get("content") or "").strip() for a in answers),
+        # ended by a stop string the engine matched (in the reasoning too: an empty answer with finish "stop")
+        "stop_string": sum(isinstance(a.get("stop_reason"), str) for a in answers),
+        "failed_attempts": len(failures),
+        "retried_requests": len({f.get("key") for f in failures}),
         "with_reasoning": sum(bool(a.get("reasoning")) for a in answers),
         "mean_completion_tokens": sum(tokens) / len(tokens) if tokens else None,
         "mean_reasoning_chars": sum(len(a.get("reasoning") or "") for a in answers) / len(answers),
@@ -134,8 +176,11 @@ def generation_stats(answers: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def summarize(task: str, results: dict[str, Any], answers: dict[str, dict]) -> tuple[dict[str, Any], list[dict]]:
-    """(summary.json, samples.jsonl rows) of one requested task; `answers` by prompt hash from the side file."""
+def summarize(task: str, results: dict[str, Any], answers: dict[str, dict], headline: str | None = None,
+              failures: list[dict] | None = None) -> tuple[dict[str, Any], list[dict]]:
+    """(summary.json, samples.jsonl rows) of one requested task; `answers` by prompt hash from the side file;
+    `headline` the matrix's choice ('metric,filter' or 'metric/filter'; None: the task config's first)."""
+    choice = chosen_headline(headline)
     per_task = results.get("results") or {}
     configs = results.get("configs") or {}
     versions = results.get("versions") or {}
@@ -153,14 +198,18 @@ def summarize(task: str, results: dict[str, Any], answers: dict[str, dict]) -> t
             if answer is not None:
                 used.setdefault(answer["prompt_hash"], answer)
         metrics = per_task.get(leaf, {})
-        headline = config_headline(configs.get(leaf), metrics)
+        headline = config_headline(configs.get(leaf), metrics, choice if not group or choice in metrics else None)
         subtasks[leaf] = {"version": jsonable(versions.get(leaf)), "metric": headline,
                           "value": _number(metrics.get(headline)) if headline else None,
                           "n": (n_samples.get(leaf) or {}).get("effective"),
                           "aggregation": aggregation_of(configs.get(leaf), headline),
                           "higher_is_better": higher_is_better_of(results, leaf, headline)}
     own = per_task.get(task, {})
-    if group:
+    if group and choice:
+        headline = choice if choice in own else next(s["metric"] for s in subtasks.values())
+        if all(s["metric"] != choice for s in subtasks.values()) and choice not in own:
+            raise HeadlineMissing(f"headline {choice!r} is not a figure lm-eval reports for {task} or its subtasks")
+    elif group:
         headline = next(iter(_metric_keys(own)), None) or next((s["metric"] for s in subtasks.values()), None)
     else:
         headline = subtasks[task]["metric"]
@@ -181,7 +230,7 @@ def summarize(task: str, results: dict[str, Any], answers: dict[str, dict]) -> t
         "metrics": {k: jsonable(v) for k, v in own.items() if k != "alias"},
         "n": sum(s["n"] or 0 for s in subtasks.values()),
         "subtasks": subtasks if group else {},
-        "generation": generation_stats(list(used.values())),
+        "generation": generation_stats(list(used.values()), failures),
         "config_hash": jsonable({leaf: (results.get("task_hashes") or {}).get(leaf) for leaf in leaf_names}),
         "lm_eval_version": jsonable((results.get("config") or {}).get("lm_eval_version")
                                     or results.get("lm_eval_version")),

@@ -4,7 +4,7 @@ Usage: python -m evalharness.phases._lmeval_worker SPEC.json
        python -m evalharness.phases._lmeval_worker --check SPEC.json   (load every task's data; run nothing)
 SPEC: {task, include_path, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("remote" |
        "none"), concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs,
-       think_end_token, data, seed, out_dir, cache}; --check takes {tasks: {name: data or null}, include_path,
+       think_end_token, stop_strings, headline, subset, subset_seed, data, seed, out_dir}; --check takes {tasks: {name: data or null}, include_path,
        include_defaults}.
 Writes OUT_DIR/summary.json (headline, value, subtasks, generation statistics, versions; _lmeval_results.py),
 OUT_DIR/samples.jsonl (one row per subtask, document and filter, with every metric, the answer's finish_reason and
@@ -19,6 +19,7 @@ which {task} and {dataset_name} name the leaf task and its hub config, for group
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -55,6 +56,38 @@ def _local_data_hook() -> None:
     ConfigurableTask.download = download
 
 
+def _seed_langdetect() -> None:
+    """ifeval's scorer calls langdetect.detect, which samples: unseeded, one answer can score differently between
+    runs. langdetect's own switch for determinism is DetectorFactory.seed (read when each detector is made)."""
+    try:
+        from langdetect import DetectorFactory
+    except ImportError:
+        return  # no task here needs it (ifeval's check names it when it does)
+    DetectorFactory.seed = 0
+
+
+def random_subsets(manager, task: str, limit: int, seed: int) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """A seeded random subset of `limit` documents of each leaf task (stratified by subtask for a group: each
+    leaf keeps `limit` of its own), instead of lm-eval's `limit`, which takes the first N (lm-eval warns it is for
+    testing: the first 15 questions of a subject are not a sample of it). The same seed gives every cell and the
+    reference the same documents. Returns (leaf -> sorted document indices, leaf -> documents in the leaf)."""
+    import random
+
+    from lm_eval.tasks import get_task_dict
+
+    def leaf_tasks(tree: dict):
+        for value in tree.values():  # a group's value is the dict of its own tasks
+            yield from leaf_tasks(value) if isinstance(value, dict) else [(value.config.task, value)]
+
+    documents, populations = {}, {}
+    for name, leaf in leaf_tasks(get_task_dict([task], manager)):
+        total = len(leaf.eval_docs)
+        populations[name] = total
+        chosen = random.Random(f"{seed}:{name}").sample(range(total), min(limit, total))
+        documents[name] = sorted(chosen)
+    return documents, populations
+
+
 def _setup(spec: dict[str, Any]):
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -65,6 +98,7 @@ def _setup(spec: dict[str, Any]):
     import evalharness.phases._lmeval_models  # noqa: F401  (registers evalharness-chat, evalharness-completions)
 
     _local_data_hook()
+    _seed_langdetect()
     include = spec.get("include_path")
     if include:
         os.chdir(include)  # the shipped tasks name their data files relative to their own folder
@@ -99,7 +133,7 @@ def main(spec_path: str) -> int:
     manager = _setup(spec)
     from lm_eval import simple_evaluate
 
-    from evalharness.phases._lmeval_results import read_answers, summarize
+    from evalharness.phases._lmeval_results import HeadlineMissing, read_answers, read_failures, summarize
 
     chat = spec.get("api") == "chat"
     base = spec["base_url"].rstrip("/")
@@ -115,14 +149,23 @@ def main(spec_path: str) -> int:
         "tokenizer_backend": "none" if chat else spec.get("tokenizer", "remote"),
         "tokenized_requests": False,
         "record_path": str(answers_path),
+        # every finished request, kept as it finishes: a retry or a resume sends only the others (_lmeval_requests.py)
+        "journal_path": str(out_dir / "requests.jsonl"),
+        "failures_path": str(out_dir / "request_failures.jsonl"),
         # sent with every request (lm-eval's TemplateAPI puts its `seed` into each payload): repeat k of a task
         # sends seed+k, so repeats are fresh draws on an engine that honours it and the same seeds in every cell
         "seed": int(spec.get("seed", 1234)),
     }
     if chat:
         model_args.update(chat_template_kwargs=spec.get("chat_template_kwargs"),
-                          think_end_token=spec.get("think_end_token"))
+                          think_end_token=spec.get("think_end_token"),
+                          stop_strings=spec.get("stop_strings") or "answer")
     # the matrix's generation settings override the task config's (max_gen_toks included: mmlu_pro's own is 2048)
+    documents = None
+    if spec.get("limit") and spec.get("subset", "random") == "random":
+        documents, populations = random_subsets(manager, spec["task"], spec["limit"], int(spec.get("subset_seed", 1234)))
+    else:
+        populations = None
     gen_kwargs = {**(spec.get("gen_kwargs") or {})}
     if spec.get("max_gen_toks"):
         gen_kwargs["max_gen_toks"] = spec["max_gen_toks"]
@@ -131,8 +174,8 @@ def main(spec_path: str) -> int:
         model_args=model_args,
         tasks=[spec["task"]],
         task_manager=manager,
-        limit=spec.get("limit"),
-        use_cache=spec.get("cache"),
+        limit=None if documents is not None else spec.get("limit"),
+        samples=documents,
         log_samples=True,
         apply_chat_template=chat,
         gen_kwargs=gen_kwargs or None,
@@ -144,9 +187,26 @@ def main(spec_path: str) -> int:
     if results is None:
         print("lm-eval returned no results", file=sys.stderr)
         return 1
-    summary, rows = summarize(spec["task"], results, read_answers(answers_path))
+    try:
+        summary, rows = summarize(spec["task"], results, read_answers(answers_path), headline=spec.get("headline"),
+                                  failures=read_failures(out_dir / "request_failures.jsonl"))
+    except HeadlineMissing as exc:
+        print(f"task {spec['task']}: quality.task_settings.{spec['task']}.{exc}", file=sys.stderr)
+        return 3
+    if documents is not None:
+        summary["subset"] = {"seed": int(spec.get("subset_seed", 1234)),
+                             "documents": sum(len(ids) for ids in documents.values()),
+                             "of": sum(populations.values())}
+    switches = json.dumps(spec.get("chat_template_kwargs") or {}, sort_keys=True) if chat else ""
     for row in rows:
         row["seed"] = model_args["seed"]
+        # what the document was asked with (analysis/pairing.py): lm-eval's prompt hash, and the template switches
+        # that change the prompt the engine renders
+        row["prompt_key"] = (hashlib.sha256(f"{row['prompt_hash']}|{switches}".encode()).hexdigest()
+                             if switches not in ("", "{}") and row.get("prompt_hash") else row.get("prompt_hash"))
+        if documents is not None and row.get("task") in documents and isinstance(row.get("doc_id"), int):
+            # lm-eval numbers a `samples` selection's documents 0..k-1: give each back its index in the task
+            row["doc_id"] = documents[row["task"]][row["doc_id"]]
     with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as handle:
         handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))

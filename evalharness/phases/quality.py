@@ -3,8 +3,10 @@ A repeat that finished before an interruption is not run again on resume (its fo
 settings): a resumed cell goes on from its last finished repeat, hence from its last complete look.
 
 lm-eval aborts a whole evaluation when one request keeps failing after its retries. So each task runs in its own
-process (phases/_lmeval_worker.py, run as a module) with a per-cell, per-task SQLite request cache: when a task fails and the
-server is still alive, it is run again with backoff and the cache makes the rerun resume where it stopped; when the
+process (phases/_lmeval_worker.py, run as a module) with a per-cell, per-task request journal (requests.jsonl,
+phases/_lmeval_requests.py: every answer kept as it completes, sampled ones too): when a task fails and the server
+is still alive, it is run again with backoff and sends only the requests not yet answered; a resumed run does the
+same within an unfinished repeat; when the
 server has died, the phase stops and the runner records the cell as crashed at phase quality. Finished tasks are
 never lost: each writes its summary and samples before the next starts.
 """
@@ -35,6 +37,7 @@ def _tail(path: Path, lines: int = 6) -> str:
 
 
 FINISHED = "finished.json"
+CONFIG_ERROR = 3  # the worker's exit for a matrix setting the task cannot meet (_lmeval_worker.py)
 VOLATILE = ("base_url",)  # differs between a run and its resume (a new port) without changing what is measured
 
 
@@ -64,7 +67,7 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
     """One task with retries; raises ServerDied when the server is gone."""
     task_dir.mkdir(parents=True, exist_ok=True)
     task_dir = task_dir.absolute()  # the worker changes into the tasks folder: relative paths would land there
-    spec = {**spec, "task": task, "out_dir": str(task_dir), "cache": str(task_dir / "cache")}
+    spec = {**spec, "task": task, "out_dir": str(task_dir)}
     finished = _finished(task_dir, spec)
     if finished is not None:
         return finished  # this repeat finished before the run was interrupted: resuming goes on after it
@@ -93,7 +96,10 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
                              subtasks={k: SubtaskScore(**v) for k, v in (summary.get("subtasks") or {}).items()},
                              generation=GenerationStats(**generation) if generation else None,
                              aggregation=summary.get("aggregation"), higher_is_better=summary.get("higher_is_better"),
-                             seed=spec.get("seed")))
+                             seed=spec.get("seed"), subset=summary.get("subset")))
+        if code == CONFIG_ERROR:  # the matrix asks what the task cannot give (a headline it lacks): no retry helps
+            return TaskScore(task=task, attempts=attempt, seconds=round(time.monotonic() - begin, 2),
+                             error=_tail(log_path, 1)[-1000:])
         if code is None:
             error = f"timed out after {timeout_s:.0f}s"
         elif code == 0:
@@ -120,7 +126,7 @@ def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run
                 repeats: Callable[[str], int] = lambda task: 1, seed: int = 1234,
                 at_look: Callable[[int, dict[str, TaskScore]], set[str]] | None = None) -> None:
     """Every task in order, repeat by repeat (all tasks' repeat 0 first, so a cell stopped early has every task
-    once); repeat k sends seed `seed`+k with every request and keeps its own request cache, so no repeat is answered
+    once); repeat k sends seed `seed`+k with every request and keeps its own request journal, so no repeat is answered
     from another's. Each task is appended to `done` when its repeat 0 finishes and its later repeats to it, so a
     crash keeps what was finished. `per_task(task)`: the task's own worker settings (generation, local data).
     `at_look(repeats_done, running)`: after each repeat, the tasks that are settled and run no more repeats."""

@@ -42,6 +42,8 @@ class BaselineTask(BaseModel):
     higher_is_better: bool | None = None
     within_doc_variance: float | None = Field(None, description="the reference's variance across repeats, per "
                                               "document, averaged (its noise floor; None with one repeat)")
+    prompts: dict[str, str] = Field(default_factory=dict, description="record -> the hash of the prompt it was "
+                                    "asked with: a run whose prompts differ is refused, not compared")
 
 
 class BaselineCell(BaseModel):

@@ -79,10 +79,25 @@ class GenerationStats(BaseModel):
     mean_completion_tokens: float | None = None  # usage.completion_tokens: reasoning and answer together
     mean_reasoning_chars: float | None = None  # over every recorded answer (0 for one without reasoning)
     mean_reasoning_tokens: float | None = None  # only where the engine reports completion_tokens_details
+    empty: int = 0  # answers with no content (the reasoning aside): scored wrong whatever the thinking said
+    stop_string: int = 0  # ended by a stop string the engine matched (inside the reasoning too, when sent there)
+    failed_attempts: int = 0  # request attempts that failed (HTTP error, silence past the timeout, cut stream)
+    retried_requests: int = 0  # distinct requests with at least one failed attempt, sent again
 
     @property
     def truncated_share(self) -> float | None:
         return self.truncated / self.requests if self.requests else None
+
+    def share(self, count: int) -> float | None:
+        return count / self.requests if self.requests else None
+
+
+class SubsetInfo(BaseModel):
+    """A seeded random subset of a task's documents (quality.limit with subset: random), per leaf task."""
+
+    seed: int
+    documents: int  # documents scored, over all leaf tasks
+    of: int  # documents in the whole task
 
 
 class SubtaskScore(BaseModel):
@@ -128,6 +143,7 @@ class TaskScore(BaseModel):
     seed: int | None = None  # the seed sent with every request of repeat 0 (None: lm-eval's 1234, before repeats)
     repeats: list[RepeatScore] = []  # repeats 1..R-1, each with its own seed; the same seeds in every cell
     looks: list[int] = []  # the repeats after which the cell looked (analysis/sequential.py); [] before looks
+    subset: SubsetInfo | None = None  # a seeded random subset of the task's documents (None: all, or the first N)
     stopped: str | None = None  # why it ran fewer repeats than planned: settled at a look, or screened
 
     def all_repeats(self) -> list[tuple[int, str | None, str | None]]:

@@ -30,9 +30,41 @@ def _headline(score: TaskScore) -> str:
     return f"{md_text(metric)} / {md_text(filt)}"
 
 
+def _count(stats: GenerationStats, count: int, ref: GenerationStats | None, ref_count: int | None, what: str) -> str:
+    text = f"{count}/{stats.requests} {what}"
+    if ref is not None and ref_count is not None:
+        text += f" (reference {ref_count}/{ref.requests})"
+    return text
+
+
+def _endings(stats: GenerationStats | None, ref: GenerationStats | None) -> str:
+    """How the answers ended besides the budget: empty ones, ones a stop string ended (inside the reasoning when
+    the engine got the stop strings), and requests that failed and were sent again."""
+    if stats is None:
+        return ""
+    ref = ref if ref is not None and ref.requests else None
+    parts = []
+    if stats.requests:
+        parts.append(_count(stats, stats.empty, ref, ref.empty if ref else None, "empty"))
+        if stats.stop_string or (ref and ref.stop_string):
+            parts.append(_count(stats, stats.stop_string, ref, ref.stop_string if ref else None,
+                                "stopped by a stop string"))
+    if stats.retried_requests:
+        parts.append(f"{stats.retried_requests} requests retried ({stats.failed_attempts} failed attempts)")
+    return "; ".join(parts)
+
+
+def _documents(score: TaskScore) -> str:
+    if score.n is None:
+        return ""
+    if score.subset is not None:
+        return f"{score.n} of {score.subset.of} (random subset, seed {score.subset.seed})"
+    return str(score.n)
+
+
 def _generation(stats: GenerationStats | None, ref: GenerationStats | None) -> list[str]:
     if stats is None or not stats.requests:
-        return ["", "", ""]
+        return ["", "", "", _endings(stats, ref)]
     ref = ref if ref is not None and ref.requests else None
     return [
         f"{_share(stats.truncated_share)} ({stats.truncated}/{stats.requests})"
@@ -41,6 +73,7 @@ def _generation(stats: GenerationStats | None, ref: GenerationStats | None) -> l
                                                       ref.mean_completion_tokens if ref else None),
         (_mean(stats.mean_reasoning_chars) + _versus(stats.mean_reasoning_chars, ref.mean_reasoning_chars if ref else None)
          if stats.with_reasoning else "none"),
+        _endings(stats, ref),
     ]
 
 
@@ -53,7 +86,7 @@ def quality_section(run: RunResult) -> list[str]:
         for score in cell.quality if cell else []:
             ref = ref_tasks.get(score.task)
             value = "failed" if score.error or score.value is None else f"{score.value:.3f}"
-            rows.append([f"`{cid}`", md_text(score.task), _headline(score), value, "" if score.n is None else str(score.n),
+            rows.append([f"`{cid}`", md_text(score.task), _headline(score), value, _documents(score),
                          str(len(score.subtasks)) if score.subtasks else "",
                          *_generation(score.generation, ref.generation if ref and cid != run.reference else None),
                          f"{score.seconds:.0f}"])
@@ -64,6 +97,10 @@ def quality_section(run: RunResult) -> list[str]:
             "baselines pair per document on it (a group pools its subtasks as lm-eval aggregates them; per subtask "
             "in `cells/<id>/quality/<task>/summary.json`). Cut off: answers that hit the token limit (finish_reason "
             "length), per request; tokens: completion tokens, reasoning included; reasoning: mean characters of "
-            "reasoning_content, kept per sample in samples.jsonl and never scored. (xN): against the reference.", "",
+            "reasoning_content, kept per sample in samples.jsonl and never scored; ended: empty answers (scored "
+            "wrong whatever the reasoning said), answers a stop string the engine matched ended (with `stop_strings: "
+            "engine` it matches inside the reasoning), requests that failed and were sent again (a request is timed "
+            "by its stream's silence, not by its length). (xN): against the reference. A random subset is the same "
+            "documents in every cell (`quality.subset_seed`).", "",
             markdown_table(["cell", "task", "headline metric / filter", "score", "documents", "subtasks", "cut off",
-                            "mean tokens", "mean reasoning chars", "seconds"], rows), ""]
+                            "mean tokens", "mean reasoning chars", "ended", "seconds"], rows), ""]

@@ -22,13 +22,19 @@ EH_FAULTS = {"seed": 1, "rules": [RULE, ...]}; each request takes the first rule
             first byte), stall_mid (forward `after_bytes`, then hang), cut (forward `after_bytes`, then close),
             alter (replace the text of every choice with `text`), think (give every chat answer the reasoning shape
             of a reasoning model: `reasoning_content` set to `reasoning`, the engine's own content kept as the
-            answer), kill (SIGKILL the engine, then drop the request; with --upstream, SIGKILL this script)
-Every fired fault is printed to stdout (the server log) as "[fault] ...", and GET /faults returns the counts.
+            answer; with `stop_in_reasoning`, a request that sends `stop` strings, one of which the reasoning holds,
+            ends there as vLLM and SGLang end it (vllm-project/vllm#52393, sgl-project/sglang#40529: the stop
+            checker runs over every generated token, reasoning included): the reasoning cut before the stop
+            string, no content, finish_reason "stop", stop_reason the string), kill (SIGKILL the engine, then drop the request; with --upstream, SIGKILL this script)
+Every fired fault is printed to stdout (the server log) as "[fault] ...", and GET /faults returns the counts. With
+EH_REQUEST_LOG set to a file, every request is appended to it as "METHOD PATH sha256-of-body" (a count that
+outlives the proxy: a resumed cell's proxy is another process).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -105,6 +111,9 @@ class FaultProxy:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
+        if os.environ.get("EH_REQUEST_LOG"):
+            with open(os.environ["EH_REQUEST_LOG"], "a") as handle:
+                handle.write(f"{request.method} {request.path} {hashlib.sha256(raw).hexdigest()}\n")
         rule = next((r for r in self.rules if r.fires(request.path, body if isinstance(body, dict) else None)), None)
         action = rule.action if rule else None
         if action:
@@ -132,8 +141,14 @@ class FaultProxy:
             if action == "alter":
                 return self._altered(await upstream.read(), upstream.status, out_headers, rule.spec.get("text", ""))
             if action == "think":
-                return self._altered(await upstream.read(), upstream.status, out_headers, None,
-                                     reasoning=rule.spec.get("reasoning", ""))
+                reasoning = rule.spec.get("reasoning", "")
+                stops = (body or {}).get("stop") if isinstance(body, dict) else None
+                hit = [s for s in (stops if isinstance(stops, list) else [stops] if stops else []) if s in reasoning]
+                if rule.spec.get("stop_in_reasoning") and hit:
+                    stop = min(hit, key=reasoning.index)
+                    return self._stopped(await upstream.read(), upstream.status, out_headers,
+                                         reasoning[: reasoning.index(stop)], stop)
+                return self._altered(await upstream.read(), upstream.status, out_headers, None, reasoning=reasoning)
             response = web.StreamResponse(status=upstream.status, headers=out_headers)
             await response.prepare(request)
             sent = 0
@@ -149,6 +164,25 @@ class FaultProxy:
                 sent += len(data)
             await response.write_eof()
             return response
+
+    @staticmethod
+    def _stopped(data: bytes, status: int, headers: dict, reasoning: str, stop: str) -> web.Response:
+        """The answer of an engine whose stop checker matched `stop` in the reasoning: the reasoning up to it, no
+        content, finish_reason "stop" with the string as stop_reason (vLLM's field); usage kept from upstream."""
+        streamed = data.lstrip().startswith(b"data:")
+        usage = None
+        for line in data.split(b"\n") if streamed else [b"data: " + data]:
+            if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+                usage = json.loads(line[5:]).get("usage") or usage
+        if not streamed:
+            message = {"role": "assistant", "content": None, "reasoning_content": reasoning}
+            return web.json_response({"object": "chat.completion", "usage": usage, "choices": [
+                {"index": 0, "message": message, "finish_reason": "stop", "stop_reason": stop}]}, status=status)
+        events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": reasoning}}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop", "stop_reason": stop}]},
+                  {"choices": [], "usage": usage}]
+        body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        return web.Response(body=body.encode(), status=status, headers=headers)
 
     @staticmethod
     def _altered(data: bytes, status: int, headers: dict, text: str | None, reasoning: str | None = None) -> web.Response:

@@ -5,8 +5,10 @@ saved before the key named subtask, filter and metric."""
 import json
 from pathlib import Path
 
+import pytest
+
 from evalharness.analysis.drift import task_evidence
-from evalharness.analysis.gate import check, make_baseline
+from evalharness.analysis.gate import GateError, check, make_baseline
 from evalharness.analysis.pairing import DocScore, canonical_key, headline_scores, pair, sample_records
 from evalharness.records.baseline import Baseline, BaselineCell, BaselineTask, Thresholds
 from evalharness.records.io import save_run
@@ -129,3 +131,31 @@ def test_a_baseline_saved_with_doc_only_keys_still_gates(tmp_path):
     assert check(same, tmp_path / "same", old) == []
     worse = _run(tmp_path / "worse", gsm8k_rows([0] * 10, [1] * 10), score)
     assert "worse" in check(worse, tmp_path / "worse", old)[0]
+
+
+def _asked(rows: list[dict], prompts: dict[int, str]) -> list[dict]:
+    return [{**r, "prompt_hash": prompts.get(r["doc_id"], f"p{r['doc_id']}")} for r in rows]
+
+
+def test_documents_asked_with_different_prompts_are_refused_naming_the_task_and_the_first_document(tmp_path):
+    ref = _rows(tmp_path / "ref/s.jsonl", _asked(gsm8k_rows([1, 1, 0], [1, 1, 1]), {}))
+    same = _rows(tmp_path / "same/s.jsonl", _asked(gsm8k_rows([1, 0, 0], [1, 1, 1]), {}))
+    changed = _rows(tmp_path / "changed/s.jsonl", _asked(gsm8k_rows([1, 1, 0], [1, 1, 1]), {1: "other-few-shot"}))
+    score = TaskScore(task="gsm8k", version=3.0, metric=GSM8K)
+    drift, _ = task_evidence("gsm8k", score.model_copy(update={"samples": ref}),
+                             score.model_copy(update={"samples": same}), Path("/"))
+    assert drift.comparable and drift.paired == 3
+    refused, evidence = task_evidence("gsm8k", score.model_copy(update={"samples": ref}),
+                                      score.model_copy(update={"samples": changed}), Path("/"))
+    assert evidence is None and not refused.comparable
+    assert refused.reason.startswith("task gsm8k: document 1 was asked with a different prompt")
+
+
+def test_a_baseline_keeps_the_prompts_and_the_gate_refuses_a_run_asked_otherwise(tmp_path):
+    score = TaskScore(task="gsm8k", version=3.0, metric=GSM8K)
+    base_run = _run(tmp_path / "base", _asked(gsm8k_rows([1] * 10, [1] * 10), {}), score)
+    baseline = make_baseline(base_run, tmp_path / "base", None, Thresholds(hard_accuracy_drop=0.2))
+    assert baseline.cells["ref"].tasks["gsm8k"].prompts["gsm8k|0|h0|strict-match|exact_match"] == "p0"
+    changed = _run(tmp_path / "changed", _asked(gsm8k_rows([1] * 10, [1] * 10), {4: "new-system-prompt"}), score)
+    with pytest.raises(GateError, match="task gsm8k: document 4 was asked with a different prompt"):
+        check(changed, tmp_path / "changed", baseline)

@@ -12,7 +12,7 @@ from lm_eval.utils import hash_string
 
 from evalharness.cli import main
 from evalharness.phases._lmeval_models import RecordingChat, answer_record, prompt_key
-from evalharness.phases._lmeval_results import config_headline, summarize
+from evalharness.phases._lmeval_results import HeadlineMissing, config_headline, summarize
 from evalharness.phases.probes import Probe, judge_outputs
 from evalharness.records.measures import ProbeOutput
 
@@ -87,13 +87,22 @@ def test_summary_of_a_multi_filter_task_names_the_configs_headline_and_counts_ea
                "n-samples": {"gsm8k": {"effective": 2}},
                "samples": {"gsm8k": [_sample(0, "strict-match", 1.0, "p0"), _sample(0, "flexible-extract", 1.0, "p0"),
                                      _sample(1, "strict-match", 0.0, "p1"), _sample(1, "flexible-extract", 1.0, "p1")]}}
-    answers = {"p0": {"prompt_hash": "p0", "finish_reason": "stop", "reasoning": "abcd", "completion_tokens": 10},
-               "p1": {"prompt_hash": "p1", "finish_reason": "length", "reasoning": None, "completion_tokens": 20}}
-    summary, rows = summarize("gsm8k", results, answers)
+    answers = {"p0": {"prompt_hash": "p0", "finish_reason": "stop", "reasoning": "abcd", "completion_tokens": 10,
+                      "content": "#### 4", "stop_reason": "Question:"},
+               "p1": {"prompt_hash": "p1", "finish_reason": "length", "reasoning": None, "completion_tokens": 20,
+                      "content": " "}}
+    summary, rows = summarize("gsm8k", results, answers, failures=[{"key": "a"}, {"key": "a"}, {"key": "b"}])
     assert (summary["headline"], summary["value"], summary["stderr"]) == ("exact_match,strict-match", 0.5, 0.1)
     assert len(rows) == 4 and rows[0]["reasoning"] == "abcd" and rows[0]["task"] == "gsm8k"
     assert summary["generation"] == {"requests": 2, "truncated": 1, "with_reasoning": 1, "mean_completion_tokens": 15.0,
-                                     "mean_reasoning_chars": 2.0, "mean_reasoning_tokens": None}
+                                     "mean_reasoning_chars": 2.0, "mean_reasoning_tokens": None, "empty": 1,
+                                     "stop_string": 1, "failed_attempts": 3, "retried_requests": 2}
+    assert rows[0]["stop_reason"] == "Question:"
+    # the matrix's headline choice: the flexible figure judged, the strict one kept beside it
+    chosen, _ = summarize("gsm8k", results, answers, headline="exact_match/flexible-extract")
+    assert (chosen["headline"], chosen["value"]) == ("exact_match,flexible-extract", 1.0)
+    with pytest.raises(HeadlineMissing, match="'exact_match,loose'.*exact_match,strict-match"):
+        summarize("gsm8k", results, answers, headline="exact_match,loose")
 
 
 def test_summary_of_a_group_keeps_every_subtask_and_lm_evals_pooled_value():

@@ -1,0 +1,128 @@
+"""The matrix's quality section (pydantic): the lm-eval tasks, their data, generation settings and repeats, and
+each task's own settings over the section's. Pure; imports only matrix/base.py.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field, model_validator
+
+from evalharness.matrix.base import TASK_PATTERN, _Strict, unknown_name
+
+
+class TaskData(_Strict):
+    """A task's data from files on this machine instead of the hub: lm-eval's own task config runs unchanged but for
+    its dataset, loaded with the `format` builder from `data_files` (split -> path(s)); in a path, {task} and
+    {dataset_name} name each leaf task of a group and its hub config (mmlu: one folder per subject)."""
+
+    data_files: dict[str, Union[str, list[str]]] = Field(min_length=1)
+    format: Literal["json", "csv", "parquet"] = "json"
+    dataset_kwargs: dict[str, Any] = Field(default_factory=dict, description="more load_dataset arguments")
+
+
+MaxGenToks = Annotated[int | None, Field(None, gt=0, description="generation budget; overrides the task config's")]
+GenKwargs = Annotated[dict[str, Any], Field(default_factory=dict, description="e.g. {temperature: 0.6, top_p: 0.95, "
+                                           "top_k: 20, do_sample: true}; override the task config's generation_kwargs")]
+ChatTemplateKwargs = Annotated[dict[str, Any] | None, Field(None, description="api chat: sent with every request, e.g. "
+                                                            "{enable_thinking: true}")]
+ThinkEndToken = Annotated[str | None, Field(None, description="api chat, an engine without a reasoning parser: the "
+                                            "answer is the text after this token (e.g. '</think>'), the rest reasoning")]
+StopStrings = Annotated[Literal["answer", "engine"] | None, Field(None, description="api chat: where a task's stop "
+                        "strings (lm-eval's `until`) act. answer (the chat default): never sent, they cut the answer "
+                        "after the reasoning, so a stop string said while thinking ends nothing; engine: sent as "
+                        "`stop`, as lm-eval does (engines match them inside the reasoning too)")]
+GENERATION_KEYS = ("max_gen_toks", "gen_kwargs", "chat_template_kwargs", "think_end_token", "stop_strings")
+
+
+class TaskSettings(_Strict):
+    """One task's own settings (quality.task_settings.<task>), over the quality section's."""
+
+    limit: int | None = Field(None, gt=0, description="documents (per subtask of a group), over quality.limit")
+    repeats: int | None = Field(None, ge=1, le=1000, description="over quality.repeats")
+    reference_repeats: int | None = Field(None, ge=1, le=1000, description="over quality.reference_repeats")
+    max_gen_toks: MaxGenToks
+    gen_kwargs: GenKwargs
+    chat_template_kwargs: ChatTemplateKwargs
+    think_end_token: ThinkEndToken
+    stop_strings: StopStrings
+    headline: str | None = Field(None, pattern=r"^[\w.-]+([,/][\w. -]+)?$", description="the figure the drift "
+                                 "and the gate judge, as lm-eval names it: 'metric,filter' or 'metric/filter' (e.g. "
+                                 "exact_match/flexible-extract); default the task config's first metric and filter. "
+                                 "The other filters stay in the samples and in the report as format figures")
+
+
+class QualitySection(_Strict):
+    """Quality tasks (lm-eval) through the endpoint, one task at a time, per-sample records kept. The generation
+    settings (budget, sampling, chat template switches) apply to every generation task unless overridden per task."""
+
+    tasks: list[Annotated[str, Field(pattern=TASK_PATTERN)]] = Field(min_length=1)
+    max_gen_toks: MaxGenToks
+    gen_kwargs: GenKwargs
+    chat_template_kwargs: ChatTemplateKwargs
+    think_end_token: ThinkEndToken
+    stop_strings: StopStrings
+    data: dict[str, TaskData] = Field(default_factory=dict, description="task -> local data files (no hub)")
+    task_settings: dict[str, TaskSettings] = Field(default_factory=dict, description="task -> its own settings")
+    include_path: str | None = Field(None, description="folder of task YAMLs; default the shipped tasks/lm_eval")
+    include_defaults: bool = Field(False, description="also index lm-eval's built-in tasks (gsm8k, ...; slower)")
+    api: Literal["completions", "chat"] = "completions"
+    tokenizer: Literal["remote", "none"] = Field(
+        "remote", description="remote: the engine's /tokenize and /tokenizer_info (loglikelihood tasks need it; vLLM "
+        "needs --enable-tokenizer-info-endpoint); none: generation tasks only")
+    limit: int | None = Field(None, gt=0, description="documents per task (per subtask of a group), chosen by `subset`")
+    subset: Literal["random", "first"] = Field("random", description="which documents `limit` keeps: random, a "
+                                               "seeded random sample of each (sub)task, the same in every cell; "
+                                               "first, lm-eval's own `limit` (the first N: for trying a matrix out)")
+    subset_seed: int = Field(1234, description="the seed of the random subset")
+    repeats: int = Field(1, ge=1, le=1000, description="samples per document in every cell: repeat k sends seed "
+                         "`seed`+k with every request, the same seeds in every cell; the analysis pairs per-document "
+                         "means over the repeats")
+    reference_repeats: int | None = Field(None, ge=1, le=1000, description="repeats of the reference cell (default "
+                                          "`repeats`): C cells share one reference, so about sqrt(C) times the "
+                                          "cells' repeats is efficient; two or more give the A/A noise floor")
+    seed: int = Field(1234, description="the seed of repeat 0 (lm-eval's own default)")
+    looks: list[Annotated[int, Field(ge=1)]] | None = Field(
+        None, description="the repeats after which a cell looks and stops each task that is settled (equivalent or "
+        "worse, analysis/sequential.py); default 1, a quarter, a half and all of its repeats")
+    full_quality: bool = Field(False, description="run every look in every cell: no screening (by default a cell "
+                               "not faster than the reference beyond the noise runs only the first look)")
+    budget_hours: float | None = Field(None, gt=0, description="hours of generation the quality phase may cost in "
+                                       "all: `run` refuses a matrix whose margins this cannot reach (`evalharness "
+                                       "plan`), unless --over-budget")
+    concurrency: int = Field(4, gt=0)
+    retries: int = Field(2, ge=0, description="reruns of a failed task (its request journal resumes it: only "
+                         "unanswered requests are sent again)")
+    task_timeout_s: float = Field(3600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _known_tasks(self) -> "QualitySection":
+        for section in ("data", "task_settings"):
+            for task in getattr(self, section):
+                if task not in self.tasks:
+                    raise ValueError(f"{section}.{task}: {unknown_name('task', task, self.tasks)}")
+        for where, settings in [("", self), *((f"task_settings.{t}.", g) for t, g in self.task_settings.items())]:
+            if self.api != "chat" and (settings.chat_template_kwargs or settings.think_end_token
+                                       or settings.stop_strings == "answer"):
+                raise ValueError(f"{where}chat_template_kwargs, think_end_token and stop_strings: answer apply to "
+                                 "api: chat only")
+        return self
+
+    def repeats_for(self, task: str, reference: bool) -> int:
+        """How many repeats one task runs in a cell (the reference's own count where it is the reference)."""
+        own = self.task_settings.get(task)
+        repeats = (own.repeats if own and own.repeats else None) or self.repeats
+        if reference:
+            return (own.reference_repeats if own and own.reference_repeats else None) or self.reference_repeats \
+                or repeats
+        return repeats
+
+    def settings_for(self, task: str) -> dict[str, Any]:
+        """The worker's settings for one task (limit and generation): the section's, overridden by the task's own."""
+        own = self.task_settings.get(task)
+        merged = {key: getattr(self, key) for key in ("limit", "subset", "subset_seed", *GENERATION_KEYS)}
+        if own is not None:
+            merged.update({k: v for k, v in own.model_dump(exclude_unset=True).items()
+                           if k not in ("gen_kwargs", "repeats", "reference_repeats")})
+            merged["gen_kwargs"] = {**self.gen_kwargs, **own.gen_kwargs}
+        return merged
