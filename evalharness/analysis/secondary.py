@@ -21,7 +21,7 @@ MATERIAL_RATIO = 0.10  # a tenth longer or shorter reasoning
 FIELDS = ("truncated_share", "empty_share", "reasoning_chars")
 
 
-def _answer_figures(row: dict) -> dict[str, float]:
+def answer_figures(row: dict) -> dict[str, float]:
     return {"truncated_share": float(row.get("finish_reason") == "length"),
             "empty_share": float(not str(row.get("answer") or "").strip()),
             "reasoning_chars": float(len(row.get("reasoning") or ""))}
@@ -40,7 +40,7 @@ def per_document(run_dir: Path, score: TaskScore) -> dict[str, dict[str, float]]
             if doc in seen or row.get("finish_reason") is None:
                 continue
             seen.add(doc)
-            for field, value in _answer_figures(row).items():
+            for field, value in answer_figures(row).items():
                 sums[field].setdefault(doc, []).append(value)
     return {f: {d: sum(v) / len(v) for d, v in docs.items()} for f, docs in sums.items()}
 

@@ -48,9 +48,13 @@ def answer_record(key: str, choice: dict, usage: dict | None, think_end_token: s
         if found or choice.get("finish_reason") == "length":
             reasoning = thought  # before the token, or all of it when the token never came
     details = (usage or {}).get("completion_tokens_details") or {}
+    # what stopped a finish_reason "stop": a stop string (str) or token (int); None for the end of sequence. vLLM
+    # names it stop_reason, SGLang matched_stop; a string means the answer was cut at one of the task's `until`
+    stop = choice.get("stop_reason", choice.get("matched_stop"))
     return {"prompt_hash": key, "finish_reason": choice.get("finish_reason"), "reasoning": reasoning or None,
             "content": content, "completion_tokens": (usage or {}).get("completion_tokens"),
-            "reasoning_tokens": details.get("reasoning_tokens")}
+            "reasoning_tokens": details.get("reasoning_tokens"),
+            "stop_reason": stop if isinstance(stop, (str, int)) else None}
 
 
 class _SideFile:
