@@ -33,6 +33,13 @@ def browser():
     reason = missing()
     if reason:
         pytest.skip(f"browser tests skipped: {reason}")
+    driver = start_browser()
+    yield driver
+    driver.quit()
+
+
+def start_browser():
+    """Headless chromium under chromedriver (benchmarks/html_report.py uses it too)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -43,8 +50,7 @@ def browser():
     # both paths given, so selenium never looks for a driver on the network
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
+    return driver
 
 
 def open_page(driver, path: Path, timeout_s: float = 30.0) -> float:
