@@ -101,8 +101,10 @@ def prompt_of(sample: dict[str, Any]) -> str | None:
     """The prompt lm-eval sent for a sample: the context of its first request (a chat prompt as its JSON text);
     kept so that a reader of the run sees what the model was asked (render/html_data.py)."""
     arguments = sample.get("arguments") or []
+    if isinstance(arguments, dict):  # lm-eval's JSON form: {"gen_args_0": {"arg_0": context, ...}, ...}
+        arguments = list(arguments.values())
     first = arguments[0] if isinstance(arguments, list | tuple) and arguments else None
-    if isinstance(first, dict):  # lm-eval's JSON form: {"gen_args_0": {"arg_0": context, ...}}
+    if isinstance(first, dict):
         first = [first.get("arg_0")]
     context = first[0] if isinstance(first, list | tuple) and first else None
     context = getattr(context, "prompt", context)  # lm-eval's JsonChatStr
