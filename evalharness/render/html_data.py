@@ -270,7 +270,7 @@ def _cells_table(run: RunResult, tasks: list[str]) -> dict:
             [" ".join((cell.reason or "").split())[:300], cell.reason or ""],
         ]
         rows.append({"cell": cid, "columns": columns})
-    header = ["cell", "status", "on front", f"output tok/s ({scenario})", "vs reference", "accuracy verdict",
+    header = ["cell", "status", "on front", f"output tok/s ({scenario})" if scenario else "output tok/s", "vs reference", "accuracy verdict",
               "pooled Δ [90%]", "flips r→w / w→r", "garbage probes", *tasks, "reason"]
     return {"header": header, "rows": rows}
 
