@@ -29,6 +29,19 @@ if [ "$(cat .venv/.stamp 2>/dev/null)" != "$want" ]; then
   echo "$want" > .venv/.stamp
 fi
 
+# report.html's tests run in a real browser: Debian's chromium and its driver (about 25 s and 360 MB once)
+if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+  :
+elif command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  echo "setup: chromium and chromium-driver (apt-get; for the report.html browser tests)"
+  apt_install() { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver; }
+  if ! apt_install >>"$LOG" 2>&1 && ! { apt-get update && apt_install; } >>"$LOG" 2>&1; then
+    echo "setup: apt-get could not install chromium (see $LOG): the report.html browser tests will report themselves skipped" >&2
+  fi
+else
+  echo "setup: chromium not installed (needs apt-get as root): the report.html browser tests will report themselves skipped" >&2
+fi
+
 want=$(hash_of requirements/engine.txt)
 if [ "$(cat .engine/venv/.stamp 2>/dev/null)" != "$want" ]; then
   echo "setup: engine environment (.engine/venv: vLLM CPU build, CPU torch; about 3 minutes)"

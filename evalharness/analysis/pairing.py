@@ -216,6 +216,15 @@ def subtask_of(key: str) -> str:
     return key.split(SEP, 1)[0]
 
 
+def flip(before: float, after: float) -> str | None:
+    """A document's flip: its mean crosses one half (for 0/1 metrics, right->wrong or wrong->right)."""
+    if before >= 0.5 > after:
+        return "right_to_wrong"
+    if after >= 0.5 > before:
+        return "wrong_to_right"
+    return None
+
+
 @dataclass(frozen=True)
 class Paired:
     """Per-document scores both sides have, in the first side's order, their weights, and the flips between them
@@ -228,11 +237,15 @@ class Paired:
 
     @property
     def right_to_wrong(self) -> int:
-        return sum(b >= 0.5 > a for b, a in zip(self.before, self.after))
+        return sum(flip(b, a) == "right_to_wrong" for b, a in zip(self.before, self.after))
 
     @property
     def wrong_to_right(self) -> int:
-        return sum(a >= 0.5 > b for b, a in zip(self.before, self.after))
+        return sum(flip(b, a) == "wrong_to_right" for b, a in zip(self.before, self.after))
+
+    def flips(self) -> dict[str, str]:
+        """key -> 'right_to_wrong' or 'wrong_to_right' for every flipped document (the HTML page lists them)."""
+        return {k: f for k, b, a in zip(self.keys, self.before, self.after) if (f := flip(b, a)) is not None}
 
     def per_subtask(self) -> dict[str, int]:
         counts: dict[str, int] = {}

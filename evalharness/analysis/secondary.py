@@ -1,5 +1,6 @@
 """Secondary endpoints of a task, paired per document between two sides: the share of answers cut by the token
-budget (finish_reason "length"), the share of empty answers, and the reasoning length. A backend that makes a model
+budget (finish_reason "length"), the share of empty answers, the share a stop string the engine matched ended, and
+the reasoning length. A backend that makes a model
 think twice as long or truncate more drifts even at equal accuracy, yet two runs of one sampled configuration always
 differ in these as floats: a figure is *changed* only when its paired test says so after Benjamini-Hochberg over the
 cell's secondary tests AND the change is material (MATERIAL_SHARE points for a share, MATERIAL_RATIO for a length).
@@ -18,12 +19,14 @@ from evalharness.records.measures import TaskScore
 
 MATERIAL_SHARE = 0.02  # two points of the answers cut or empty
 MATERIAL_RATIO = 0.10  # a tenth longer or shorter reasoning
-FIELDS = ("truncated_share", "empty_share", "reasoning_chars")
+FIELDS = ("truncated_share", "empty_share", "stop_string_share", "reasoning_chars")
 
 
-def _answer_figures(row: dict) -> dict[str, float]:
+def answer_figures(row: dict) -> dict[str, float]:
     return {"truncated_share": float(row.get("finish_reason") == "length"),
             "empty_share": float(not str(row.get("answer") or "").strip()),
+            # ended by a stop string the engine matched: sent to the engine, one said while thinking ends the chain
+            "stop_string_share": float(isinstance(row.get("stop_reason"), str)),
             "reasoning_chars": float(len(row.get("reasoning") or ""))}
 
 
@@ -40,7 +43,7 @@ def per_document(run_dir: Path, score: TaskScore) -> dict[str, dict[str, float]]
             if doc in seen or row.get("finish_reason") is None:
                 continue
             seen.add(doc)
-            for field, value in _answer_figures(row).items():
+            for field, value in answer_figures(row).items():
                 sums[field].setdefault(doc, []).append(value)
     return {f: {d: sum(v) / len(v) for d, v in docs.items()} for f, docs in sums.items()}
 

@@ -107,8 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--markdown", help="write the short form (a pull-request comment) to this file")
     compare.set_defaults(func=cmd_compare)
 
-    report = sub.add_parser("report", help="re-render report.md from a run folder's results.json")
+    report = sub.add_parser("report", help="re-render report.md, report.html and the rest from a run folder's "
+                            "results.json")
     report.add_argument("dir")
+    report.add_argument("--html", action="store_true", help="write only report.html: one self-contained page "
+                        "(chart, sortable cells, every document's answers beside the reference's) that opens from disk")
     report.set_defaults(func=cmd_report)
     return parser
 

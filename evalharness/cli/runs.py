@@ -154,6 +154,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ResultsError as exc:
         return fail(str(exc))
     refresh_drift(run, out_dir)
-    render_all(run, out_dir)
+    if args.html:
+        from evalharness.render.html import write_html
+
+        try:
+            path = write_html(run, out_dir)
+        except ResultsError as exc:  # a per-cell file that results.json names is missing or broken
+            return fail(str(exc))
+        print(f"html: {path} ({path.stat().st_size / 1e6:.1f} MB; opens from disk, no server)")
+        return 0
+    try:
+        render_all(run, out_dir)
+    except ResultsError as exc:
+        return fail(str(exc))
     print(f"report: {out_dir / 'report.md'}")
+    print(f"html: {out_dir / 'report.html'}")
     return 0

@@ -71,6 +71,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from evalharness.phases.throughput.prompts import PromptSourceError, load_source
 
+    from urllib.parse import urlsplit
+
+    url = urlsplit(args.base_url)
+    if url.scheme not in ("http", "https") or not url.hostname:  # the load client speaks plain HTTP(S) only
+        return fail(f"--base-url {args.base_url!r}: not an http(s) URL; expected e.g. http://127.0.0.1:8000/v1")
     root = args.base_url.rstrip("/").removesuffix("/v1")
     try:
         prompts = load_source(args.prompts)

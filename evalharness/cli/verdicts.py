@@ -83,9 +83,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return fail(str(exc))
     out_dir = Path(args.out) if args.out else None
     try:
-        render_comparison(cmp, base, head, out_dir, Path(args.markdown) if args.markdown else None)
+        short = render_comparison(cmp, base, head, out_dir, Path(args.markdown) if args.markdown else None)
     except OSError as exc:
         return fail(f"cannot write the comparison: {exc}")
+    if out_dir is None:  # nothing written to read: the terminal gets the short form (its table of cells)
+        print(short, end="" if short.endswith("\n") else "\n")
     counts = {v: sum(c.verdict == v for c in cmp.cells) for v in ("fails", "changed", "only", "differs", "same")}
     print(f"compare: {base_dir} -> {head_dir}: {len(cmp.cells)} cells: {counts['fails']} fail the gate, "
           f"{counts['changed']} changed beyond noise, {counts['only']} in one run only, {counts['differs']} differ in "

@@ -116,6 +116,20 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def prompt_of(sample: dict[str, Any]) -> str | None:
+    """The prompt lm-eval sent for a sample: the context of its first request (a chat prompt as its JSON text);
+    kept so that a reader of the run sees what the model was asked (render/html_data.py)."""
+    arguments = sample.get("arguments") or []
+    if isinstance(arguments, dict):  # lm-eval's JSON form: {"gen_args_0": {"arg_0": context, ...}, ...}
+        arguments = list(arguments.values())
+    first = arguments[0] if isinstance(arguments, list | tuple) and arguments else None
+    if isinstance(first, dict):
+        first = [first.get("arg_0")]
+    context = first[0] if isinstance(first, list | tuple) and first else None
+    context = getattr(context, "prompt", context)  # lm-eval's JsonChatStr
+    return context if isinstance(context, str) else None
+
+
 def sample_row(leaf: str, sample: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
     filtered = sample.get("filtered_resps")
     resps = sample.get("resps") or []
@@ -130,6 +144,7 @@ def sample_row(leaf: str, sample: dict[str, Any], answer: dict[str, Any] | None)
         "answer": jsonable(raw),  # what lm-eval scored, before its filters: the content, never the reasoning
         "filter": sample.get("filter"),
         "metrics": {name: jsonable(sample.get(name)) for name in sample.get("metrics") or []},
+        "prompt": prompt_of(sample),
     }
     if answer is not None:
         row.update(finish_reason=answer.get("finish_reason"), completion_tokens=answer.get("completion_tokens"),

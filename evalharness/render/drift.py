@@ -15,11 +15,11 @@ def interval_text(delta: float | None, low: float | None, high: float | None) ->
     return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
-def verdict_text(outcome: str | None, drop_upper: float | None) -> str:
-    """'**worse**', 'equivalent (drop ≤ 0.012)', 'inconclusive (drop ≤ 0.081)'."""
+def verdict_text(outcome: str | None, drop_upper: float | None, bold: bool = True) -> str:
+    """'**worse**', 'equivalent (drop ≤ 0.012)', 'inconclusive (drop ≤ 0.081)'; without `bold`, plain text."""
     if outcome is None:
         return "no paired samples"
-    name = f"**{outcome}**" if outcome == "worse" else outcome
+    name = f"**{outcome}**" if outcome == "worse" and bold else outcome
     return name + (f" (drop ≤ {drop_upper:.3f})" if drop_upper is not None else "")
 
 

@@ -1,5 +1,5 @@
-"""Every rendering of a saved run, written together: report.md, summary.md, results.csv and pareto.png (the summary
-also appended to $GITHUB_STEP_SUMMARY). The runner and `evalharness report` call this; nothing else writes them.
+"""Every rendering of a saved run, written together: report.md, summary.md, results.csv, pareto.png and report.html
+(the summary also appended to $GITHUB_STEP_SUMMARY). The runner and `evalharness report` call this; nothing else writes them.
 And the renderings of a comparison of two runs (`evalharness compare`)."""
 
 from __future__ import annotations
@@ -13,15 +13,17 @@ from evalharness.records.run import RunResult
 from evalharness.render.compare import compare_markdown
 from evalharness.render.compare import summary_markdown as compare_summary
 from evalharness.render.exports import write_csv
+from evalharness.render.html import write_html
 from evalharness.render.plot import write_compare_plot, write_plot
 from evalharness.render.report import render_markdown, summary_markdown
 
 
 def render_all(run: RunResult, out_dir: Path) -> None:
-    """report.md, summary.md, results.csv and pareto.png from the saved run; the summary also goes to
+    """report.md, summary.md, results.csv, report.html and pareto.png from the saved run; the summary also goes to
     $GITHUB_STEP_SUMMARY when it is set (appended, as GitHub expects)."""
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "report.md", render_markdown(run))
+    write_html(run, out_dir)
     summary = summary_markdown(run)
     atomic_write_text(out_dir / "summary.md", summary)
     write_csv(run, out_dir / "results.csv")

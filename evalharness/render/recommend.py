@@ -10,10 +10,26 @@ from evalharness.records.run import RunResult
 from evalharness.render.markdown import code_block, md_text
 
 
-def _speed(rec) -> str:
+class _Markdown:
+    """How the recommendation's words are marked up: Markdown for report.md and summary.md."""
+
+    text = staticmethod(md_text)
+    code = staticmethod(lambda name: f"`{name}`")
+    bold = staticmethod(lambda words: f"**{words}**")
+
+
+class _Plain:
+    """The same words as plain text, for a page that inserts them as text (render/html_data.py)."""
+
+    text = staticmethod(lambda value, limit=1000: " ".join(str(value).split()))
+    code = staticmethod(lambda name: name)
+    bold = staticmethod(lambda words: words)
+
+
+def _speed(rec, mark=_Markdown) -> str:
     interval = (f" [{rec.low:.2f}–{rec.high:.2f}]" if rec.low is not None and rec.high is not None else
-                " (measured once: no interval; set `repeats:` on the scenario)")
-    return f"{rec.ratio:.2f}x{interval} the reference's output tok/s in `{md_text(rec.scenario or '')}`"
+                f" (measured once: no interval; set {mark.code('repeats:')} on the scenario)")
+    return f"{rec.ratio:.2f}x{interval} the reference's output tok/s in {mark.code(mark.text(rec.scenario or ''))}"
 
 
 def launch_command(argv: list[str], env: dict[str, str]) -> str:
@@ -22,29 +38,32 @@ def launch_command(argv: list[str], env: dict[str, str]) -> str:
     return (prefix + " " if prefix else "") + shlex.join(mask_argv(argv))
 
 
-def recommendation_lines(run: RunResult, with_command: bool = True) -> list[str]:
+def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool = False) -> list[str]:
+    """The recommendation as Markdown lines (or, with `plain`, as plain text for the HTML page: no markup, nothing
+    escaped, so the page must insert it as text)."""
+    mark = _Plain if plain else _Markdown
     if run.reference not in run.cells or len(run.cells) < 2:
         return []
     rec = recommend(run)
     if rec.cell is not None:
         upper = f" (largest drop ≤ {rec.drop_upper:.3f})" if rec.drop_upper is not None else ""
-        out = [f"**Recommendation: `{rec.cell}`**, {_speed(rec)}, equivalent to the reference on every task within "
-               f"its margin{upper}."]
+        out = [f"{mark.bold('Recommendation: ' + mark.code(rec.cell))}, {_speed(rec, mark)}, equivalent to the "
+               f"reference on every task within its margin{upper}."]
         if with_command:
             out += ["", "Its launch as this run made it (the port was the run's own):", "",
                     code_block(launch_command(rec.argv, rec.env))]
         return out + [""]
-    line = f"**No recommendation**: {md_text(rec.why_none or '')}."
+    line = f"{mark.bold('No recommendation')}: {mark.text(rec.why_none or '')}."
     if rec.candidate:
         parts = []
         for s in rec.settle:
             if s.factor is None:
-                parts.append(f"{md_text(s.task)} (its estimate sits on the margin: no sample size settles it)")
+                parts.append(f"{mark.text(s.task)} (its estimate sits on the margin: no sample size settles it)")
             else:
                 took = ("" if s.hours is None else f", about {s.hours:.1f} h" if s.hours >= 0.1 else
                         f", about {s.hours * 60:.0f} min" if s.hours * 60 >= 1 else ", under a minute")
-                parts.append(f"{md_text(s.task)} (≈{s.factor:.1f}× the samples: {s.more_samples} more "
+                parts.append(f"{mark.text(s.task)} (≈{s.factor:.1f}× the samples: {s.more_samples} more "
                              f"{s.unit.replace(' x ', ' × ')}{took} at the speed it ran)")
-        line += (f" The fastest candidate, `{rec.candidate}` ({_speed(rec)}), is inconclusive on "
+        line += (f" The fastest candidate, {mark.code(rec.candidate)} ({_speed(rec, mark)}), is inconclusive on "
                  + "; ".join(parts) + ": that would settle it.")
     return [line, ""]

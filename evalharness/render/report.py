@@ -83,7 +83,7 @@ def render_markdown(run: RunResult) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
-def _vs_reference(tp: float, tp_range, ref: float, ref_range, is_reference: bool) -> str:
+def vs_reference_text(tp: float, tp_range, ref: float, ref_range, is_reference: bool) -> str:
     """'1.24x' without repeats; '1.24x [0.98–1.41] within noise' with them (the ratios the repeats' ranges allow)."""
     ratio, low, high, verdict = ratio_to_reference(tp, tp_range, ref, ref_range)
     if is_reference or low is None:
@@ -123,7 +123,7 @@ def pareto_section(run: RunResult) -> list[str]:
             f"`{cid}`",
             "**yes**" if point and point.on_front else ("no" if point else ""),
             "" if tp is None else tok_s_text(tp, scenario_range(run.cells[cid], scenario)),
-            "" if tp is None or not ref_tp else _vs_reference(tp, scenario_range(run.cells[cid], scenario), ref_tp,
+            "" if tp is None or not ref_tp else vs_reference_text(tp, scenario_range(run.cells[cid], scenario), ref_tp,
                                                               ref_range, cid == run.reference)
             + (" (other machine)" if other_kind(run, cid) else ""),
             verdict, acc, p_text, flips, agree, dist_text, same_text,

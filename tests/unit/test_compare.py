@@ -241,3 +241,15 @@ def test_a_cell_that_crashed_in_both_runs_the_same_way_is_unchanged(tmp_path):
     cmp, _, _ = _pair(tmp_path, [lambda d: _cell(d, "ref"), crashed], [lambda d: _cell(d, "ref"), crashed])
     assert cmp.cells[1].verdict == "same" and not cmp.failed()
     assert "- `x` unchanged within noise: still crashed" in summary_markdown(cmp)
+
+
+def test_compare_without_out_prints_the_short_form_table_to_the_terminal(tmp_path, capsys):
+    _, b, h = _pair(tmp_path, [lambda d: _cell(d, "ref"), lambda d: _cell(d, "x")],
+                    [lambda d: _cell(d, "ref"), lambda d: _cell(d, "x", DROP)])
+    assert main(["compare", str(b), str(h)]) == 1
+    out = capsys.readouterr().out
+    assert "`x` **fails the gate**" in out  # the short form's line per changed cell ...
+    assert "| cell | verdict | status |" in out and "| `ref` |" in out  # ... and its table of every cell
+    assert "1 fail the gate" in out  # the count line still closes it
+    assert main(["compare", str(b), str(h), "--out", str(tmp_path / "out")]) == 1
+    assert "| cell | verdict |" not in capsys.readouterr().out  # with --out the files hold it

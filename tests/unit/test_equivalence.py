@@ -256,7 +256,7 @@ def test_two_draws_of_one_sampled_configuration_do_not_differ_in_reasoning_lengt
         _write(tmp_path, f"{name}.jsonl", _reasoning_rows(lengths, cut))
     score = {n: TaskScore(task="gsm8k", samples=f"{n}.jsonl") for n in ("a", "b", "long")}
     same = secondary_changes(score["a"], tmp_path, score["b"], tmp_path, 0.05)
-    assert {c.field for c in same} == {"truncated_share", "empty_share", "reasoning_chars"}
+    assert {c.field for c in same} == {"truncated_share", "empty_share", "stop_string_share", "reasoning_chars"}
     assert not any(c.changed for c in same)  # as floats they all differ: the old compare said "differs"
     longer = secondary_changes(score["a"], tmp_path, score["long"], tmp_path, 0.05)
     assert [c.field for c in longer if c.changed] == ["reasoning_chars"]

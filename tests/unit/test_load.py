@@ -346,3 +346,11 @@ def test_streams_sharded_over_client_processes_measure_the_same(null_server):
     assert result.prompt_tokens == sum(len(source.prompt(1000 + r * 8 + i, 16).split()) for r in range(2)
                                        for i in range(8))
     assert not client.hung
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://host/v1", "http://"])
+def test_bench_with_a_base_url_that_is_no_http_url_is_one_line_and_exit_2(url, capsys):
+    assert main(["bench", "--base-url", url, "--model", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"evalharness: error: --base-url {url!r}: not an http(s) URL")

@@ -184,3 +184,23 @@ def test_prepared_data_keeps_the_hub_schema_and_prints_the_matrix_block(tmp_path
     loaded = datasets.load_dataset("json", data_files=files)["train"]
     assert loaded[0] == rows[0]
     assert "ifeval: {data_files: {train: " in data_block({"ifeval": files})
+
+
+@pytest.mark.parametrize("extra, kept", [({"stop_reason": "\n\n"}, "\n\n"), ({"matched_stop": "Question:"}, "Question:"),
+                                         ({"stop_reason": None}, None), ({"matched_stop": 2}, None), ({}, None)])
+def test_the_stop_that_ended_an_answer_is_kept_from_vllm_or_sglang(extra, kept):
+    # a stop string is kept; a stop token id (an int) ended it as the end of sequence does
+    assert answer_record("k", {**_choice("4"), **extra}, None, None)["stop_reason"] == kept
+
+
+def test_a_sample_row_keeps_the_prompt_lm_eval_sent():
+    from evalharness.phases._lmeval_results import prompt_of, sample_row
+
+    sample = {"doc_id": 0, "arguments": [("Q: 2+2?\nA:", {"until": ["\n"]})], "resps": [["4"]],
+              "filtered_resps": ["4"], "metrics": []}
+    assert prompt_of(sample) == "Q: 2+2?\nA:"
+    assert prompt_of({"arguments": {"gen_args_0": {"arg_0": "json form", "arg_1": "x"}}}) == "json form"
+    assert prompt_of({"arguments": [(JsonChatStr('[{"role": "user"}]'), {})]}) == '[{"role": "user"}]'
+    assert prompt_of({}) is None
+    row = sample_row("t", sample, {"finish_reason": "stop", "stop_reason": "\n"})
+    assert row["prompt"] == "Q: 2+2?\nA:" and row["stop_reason"] == "\n"
