@@ -73,14 +73,8 @@ def random_subsets(manager, task: str, limit: int, seed: int) -> tuple[dict[str,
     reference the same documents. Returns (leaf -> sorted document indices, leaf -> documents in the leaf)."""
     import random
 
-    from lm_eval.tasks import get_task_dict
-
-    def leaf_tasks(tree: dict):
-        for value in tree.values():  # a group's value is the dict of its own tasks
-            yield from leaf_tasks(value) if isinstance(value, dict) else [(value.config.task, value)]
-
     documents, populations = {}, {}
-    for name, leaf in leaf_tasks(get_task_dict([task], manager)):
+    for name, leaf in manager.load([task])["tasks"].items():  # every leaf task, a group's subtasks included
         total = len(leaf.eval_docs)
         populations[name] = total
         chosen = random.Random(f"{seed}:{name}").sample(range(total), min(limit, total))

@@ -164,3 +164,17 @@ def test_a_request_that_goes_silent_is_a_timeout_and_logged_as_a_failed_attempt(
     assert 1.0 <= server.failed_after < 10  # one timeout of silence after the third piece, not an hour
     [failure] = [json.loads(line) for line in (tmp_path / "failures.jsonl").read_text().splitlines()]
     assert "Timeout" in failure["error"] and not (tmp_path / "requests.jsonl").exists()
+
+
+def test_a_limit_keeps_a_seeded_random_subset_of_each_task_not_its_first_documents(monkeypatch):
+    from evalharness.phases._lmeval_worker import _setup, random_subsets
+    from evalharness.phases.quality import SHIPPED_TASKS
+
+    monkeypatch.chdir(SHIPPED_TASKS)  # _setup changes into the tasks folder, as the worker process does
+    manager = _setup({"include_path": str(SHIPPED_TASKS)})
+    chosen, population = random_subsets(manager, "eh_capitals", 10, seed=1234)
+    again, _ = random_subsets(manager, "eh_capitals", 10, seed=1234)
+    other, _ = random_subsets(manager, "eh_capitals", 10, seed=99)
+    assert population == {"eh_capitals": 52} and len(chosen["eh_capitals"]) == 10
+    assert chosen == again and chosen != other  # the same documents in every cell; another seed, another sample
+    assert chosen["eh_capitals"] == sorted(chosen["eh_capitals"]) and chosen["eh_capitals"] != list(range(10))
