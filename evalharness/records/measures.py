@@ -93,11 +93,13 @@ class GenerationStats(BaseModel):
 
 
 class SubsetInfo(BaseModel):
-    """A seeded random subset of a task's documents (quality.limit with subset: random), per leaf task."""
+    """Part of a task's documents: quality.limit (a seeded random subset, or the first N), and a screened cell's
+    share of them, per leaf task."""
 
-    seed: int
+    seed: int | None  # None: the first documents (subset: first)
     documents: int  # documents scored, over all leaf tasks
     of: int  # documents in the whole task
+    fraction: float | None = None  # a screened cell's share of the subset (quality.screen_documents); None: all of it
 
 
 class SubtaskScore(BaseModel):
