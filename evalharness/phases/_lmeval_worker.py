@@ -207,9 +207,6 @@ def main(spec_path: str) -> int:
         # that change the prompt the engine renders
         row["prompt_key"] = (hashlib.sha256(f"{row['prompt_hash']}|{switches}".encode()).hexdigest()
                              if switches not in ("", "{}") and row.get("prompt_hash") else row.get("prompt_hash"))
-        if documents is not None and row.get("task") in documents and isinstance(row.get("doc_id"), int):
-            # lm-eval numbers a `samples` selection's documents 0..k-1: give each back its index in the task
-            row["doc_id"] = documents[row["task"]][row["doc_id"]]
     with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as handle:
         handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
