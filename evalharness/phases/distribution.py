@@ -51,6 +51,21 @@ def _guard(item_id: str, work) -> Scored:
     return scored
 
 
+def tokenize_within(path: LogprobPath, text: str, context: int) -> list[int]:
+    """The text's ids; a text longer than the served context is refused by the engine (http_400, "maximum context
+    length"), so its end is tokenized instead: the last 3, 2, then 1 characters per token of the context (a token
+    of ASCII text is at least one character)."""
+    for cut in (None, 3 * context, 2 * context, context):
+        if cut is not None and len(text) <= cut:
+            continue
+        try:
+            return path.tokenize(text if cut is None else text[-cut:])
+        except RequestFailed as exc:
+            if exc.kind != "http_400" or cut == context:
+                raise
+    return path.tokenize(text[-context:])
+
+
 def make_contexts(path: LogprobPath, prompts: list[dict[str, str]], max_tokens: int, context: int,
                   k: int = TOP_K) -> list[Scored]:
     """The reference's sampled contexts: each prompt tokenized, trimmed to fit, continued at temperature 1."""
@@ -60,7 +75,7 @@ def make_contexts(path: LogprobPath, prompts: list[dict[str, str]], max_tokens: 
         ids: list[int] = []
 
         def work() -> Scored:
-            ids[:] = fit_context(path.tokenize(item["prompt"]), max_tokens, context)
+            ids[:] = fit_context(tokenize_within(path, item["prompt"], context), max_tokens, context)
             return path.sample(ids, max_tokens, SEED + i, k)
 
         out = _guard(item["id"], work)

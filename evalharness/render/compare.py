@@ -115,7 +115,7 @@ def _table(cmp: RunComparison) -> str:
             kl_text(dist.forward) if dist and dist.forward else "",
         ])
     return markdown_table(["cell", "verdict", "status", "accuracy Δ [90%]", "p (adjusted)", "flips r→w / w→r",
-                           "tok/s head/base [95% CI where repeated]", "probes identical", "KL(base‖head) per token [90%]"], rows)
+                           "tok/s head/base [95% CI where repeated]", "probes identical", "log p_base − log p_head per token [90%]"], rows)
 
 
 def summary_markdown(cmp: RunComparison) -> str:

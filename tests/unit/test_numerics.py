@@ -192,3 +192,26 @@ def test_max_kld_gates_the_unbiased_figures_by_their_intervals():
     assert across.violations == [] and "its interval holds max_kld 0.1" in across.inconclusive[0]
     none = _gate(KLEstimate(available=False, reason="scored without token ids (a record from before issue 26)"))
     assert none.violations == [] and "before issue 26" in none.inconclusive[0]
+
+
+def test_a_prompt_longer_than_the_context_is_tokenized_from_its_end():
+    from evalharness.phases.distribution import tokenize_within
+    from evalharness.phases.retries import RequestFailed
+
+    class Path:  # refuses more than 100 characters, as vLLM refuses a prompt beyond max_model_len (http_400)
+        seen: list[int] = []
+
+        def tokenize(self, text):
+            self.seen.append(len(text))
+            if len(text) > 100:
+                raise RequestFailed("http_400", "This model's maximum context length is 100 tokens")
+            return [ord(c) for c in text]
+
+    path = Path()
+    assert tokenize_within(path, "a" * 1000 + "xyz", context=40) == [ord("a")] * 77 + [ord(c) for c in "xyz"]
+    assert path.seen == [1003, 120, 80]  # the whole text, then its last 3x and 2x the context in characters
+    with pytest.raises(RequestFailed, match="http_500"):
+        class Broken(Path):
+            def tokenize(self, text):
+                raise RequestFailed("http_500", "down")
+        tokenize_within(Broken(), "abc", context=40)
