@@ -167,7 +167,8 @@ def compare_distributions(reference_echo: Sequence[Scored], cell_echo: Sequence[
         out.reverse = KLEstimate(available=False, reason=own_errors[0])
     elif not reverse_scored:
         out.reverse = KLEstimate(available=False, reason="the reference has not scored this cell's own samples "
-                                 "(the run's last step; `run --resume` does it)")
+                                 "(the run's last step on this machine, which `run --resume` finishes; "
+                                 "not yet on a Ray cluster)")
     else:
         out.reverse = direction(cell_samples, reverse_scored)
         out.reverse.own_samples_identical = identical_samples(cell_samples, reference_samples)

@@ -48,7 +48,16 @@ def token_id(token: str) -> int:
     return int(token[len(TOKEN_ID_PREFIX):])
 
 
-def parse_openai_logprobs(logprobs: Any, skip: int, sent_ids: Sequence[int] | None = None) -> Scored:
+def top_k(top: dict[str, float], k: int | None) -> dict[str, float]:
+    """The k most likely of an engine's top-k entries: vLLM adds the scored token to its top_logprobs when it is
+    not among the top k (k + 1 entries), which would make every pair of top-k sets share it."""
+    if k is None or len(top) <= k:
+        return top
+    return dict(sorted(top.items(), key=lambda kv: -kv[1])[:k])
+
+
+def parse_openai_logprobs(logprobs: Any, skip: int, sent_ids: Sequence[int] | None = None,
+                          k: int | None = None) -> Scored:
     """The positions after the first `skip` of an openai-style logprobs object (tokens, token_logprobs,
     top_logprobs), by count, never by text_offset (SGLang gives -1 for every one). Ids come from "token_id:N"
     tokens; where the engine gave text, from `sent_ids` (an echo of ids we sent) or else BadAnswer. Top-k keys are
@@ -72,7 +81,7 @@ def parse_openai_logprobs(logprobs: Any, skip: int, sent_ids: Sequence[int] | No
         out.tokens.append("" if by_id else str(tokens[i]))
         out.logprobs.append(None if values[i] is None else float(values[i]))
         top = tops[i] if i < len(tops) else None
-        out.top.append({(str(token_id(t)) if by_id else str(t)): float(v) for t, v in (top or {}).items()})
+        out.top.append(top_k({(str(token_id(t)) if by_id else str(t)): float(v) for t, v in (top or {}).items()}, k))
     return out
 
 
@@ -152,12 +161,12 @@ class CompletionsPath:
     def echo(self, prompt_ids: list[int], continuation_ids: list[int], k: int) -> Scored:
         ids = [*prompt_ids, *continuation_ids]
         logprobs = self._complete(prompt=ids, max_tokens=0, echo=True, logprobs=k, temperature=0.0)
-        return parse_openai_logprobs(logprobs, len(prompt_ids), ids)
+        return parse_openai_logprobs(logprobs, len(prompt_ids), ids, k)
 
     def sample(self, prompt_ids: list[int], max_tokens: int, seed: int, k: int) -> Scored:
         logprobs = self._complete(prompt=prompt_ids, max_tokens=max_tokens, logprobs=k, temperature=TEMPERATURE,
                                   top_p=1.0, seed=seed)
-        return parse_openai_logprobs(logprobs, 0)
+        return parse_openai_logprobs(logprobs, 0, k=k)
 
     def close(self) -> None:
         self.api.close()

@@ -16,8 +16,13 @@ def kl_text(est: KLEstimate | None) -> str:
     if not est.available or est.estimate is None:
         return "unavailable: " + md_text(est.reason or "", 80)
     if est.ci_low is None or est.ci_high is None:
-        return f"{est.estimate:.4f} (one context: no interval)"
-    return f"{est.estimate:.4f} [{est.ci_low:.4f}, {est.ci_high:.4f}]"
+        return f"{_num(est.estimate)} (one context: no interval)"
+    return f"{_num(est.estimate)} [{_num(est.ci_low)}, {_num(est.ci_high)}]"
+
+
+def _num(value: float) -> str:
+    """Four decimals, or two significant digits below 0.001 (float-noise figures of an exact cell stay readable)."""
+    return f"{value:.4f}" if value == 0 or abs(value) >= 1e-3 else f"{value:.1e}"
 
 
 def _own(est: KLEstimate | None) -> str:

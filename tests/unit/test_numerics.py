@@ -215,3 +215,15 @@ def test_a_prompt_longer_than_the_context_is_tokenized_from_its_end():
             def tokenize(self, text):
                 raise RequestFailed("http_500", "down")
         tokenize_within(Broken(), "abc", context=40)
+
+
+def test_vllms_extra_top_entry_for_the_scored_token_is_dropped():
+    class LP:  # logprobs=2: the token (id 9) is not in the top 2, so vLLM sends it as a third entry
+        tokens = ["token_id:9"]
+        token_logprobs = [-4.0]
+        top_logprobs = [{"token_id:1": -0.5, "token_id:2": -1.0, "token_id:9": -4.0}]
+
+    got = parse_openai_logprobs(LP, skip=0, k=2)
+    assert got.top == [{"1": -0.5, "2": -1.0}] and got.logprobs == [-4.0]
+    ref = _scored("x", [9], [-0.1], top=[{"9": -0.1, "3": -3.0}])
+    assert topk_figures([ref], [Scored(id="x", token_ids=[9], logprobs=[-4.0], top=got.top)]).disjoint_topk == 1.0
