@@ -14,8 +14,9 @@ writes, by analysis/numerics.py. Imports no analysis, runner or render code.
 - After the cells, the reference is served once more and scores every cell's own samples by echo
   (`score_samples`, runner/reverse.py): cells/<id>/reverse_scored.jsonl.
 
-The engines' logprob paths are phases/logprobs.py's. Where an engine cannot give a figure, the files record why and the report says "unavailable".
-"""
+Token ids are sent, never text, so both sides score the same tokens; the engines' logprob paths are
+phases/logprobs.py's. Where an engine cannot give a figure, the files record why and the report says
+"unavailable"."""
 
 from __future__ import annotations
 

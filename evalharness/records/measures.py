@@ -1,5 +1,6 @@
 """What each phase measured, as saved in results.json: throughput scenarios, quality task scores, probe verdicts,
-request tallies, crash reasons and log warnings, and scored continuations (cells/<id>/distribution.jsonl).
+request tallies, crash reasons and log warnings, and the numerics check's sampled and scored continuations
+(cells/<id>/contexts.jsonl, distribution.jsonl, own_samples.jsonl, reverse_scored.jsonl).
 
 The phases fill these in; analysis and render read them. Imports no phase code.
 """
