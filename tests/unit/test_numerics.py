@@ -227,3 +227,34 @@ def test_vllms_extra_top_entry_for_the_scored_token_is_dropped():
     assert got.top == [{"1": -0.5, "2": -1.0}] and got.logprobs == [-4.0]
     ref = _scored("x", [9], [-0.1], top=[{"9": -0.1, "3": -3.0}])
     assert topk_figures([ref], [Scored(id="x", token_ids=[9], logprobs=[-4.0], top=got.top)]).disjoint_topk == 1.0
+
+
+def test_the_reverse_pass_scores_each_ready_cells_samples_once_and_the_report_gives_both_directions(tmp_path):
+    from evalharness.analysis.drift import refresh_drift
+    from evalharness.records.cellfiles import save_scored
+    from evalharness.runner.reverse import cells_to_score
+    from tests.unit.test_gate import _run
+
+    run = _run(tmp_path, {"ref": [1, 0, 1], "a": [1, 0, 1], "bad": [0, 0, 0], "gone": [1, 1, 1]})
+    run.cells["bad"].status, run.cells["gone"].status = "garbage", "crashed"
+    ctx = [_scored(f"c{i}", [5 + i, 6], [-0.5, -1.0], prompt_ids=[1], seed=i) for i in range(3)]
+    for cid in run.cells:
+        folder = tmp_path / "cells" / cid
+        save_scored(folder / "distribution.jsonl", [_scored(c.id, c.token_ids, c.logprobs) for c in ctx])
+        if cid == "ref":
+            save_scored(folder / "contexts.jsonl", ctx)
+        else:
+            save_scored(folder / "own_samples.jsonl", ctx)
+    assert cells_to_score(run, tmp_path) == ["a", "bad"]  # ready cells with samples; not the reference or a crash
+    for cid in ("a", "bad"):
+        shifted = 2.0 if cid == "bad" else 0.0
+        save_scored(tmp_path / "cells" / cid / "reverse_scored.jsonl",
+                    [_scored(c.id, c.token_ids, [v - shifted - 0.1 * i for v in c.logprobs]) for i, c in enumerate(ctx)])
+    assert cells_to_score(run, tmp_path) == []  # a finished pass does nothing on resume
+    refresh_drift(run, tmp_path)
+    bad = run.cells["bad"].drift.distribution
+    assert bad.forward.estimate == 0 and bad.reverse.estimate == pytest.approx(2.1)
+    assert bad.reverse.own_samples_identical == 3 and bad.reverse.ci_low < 2.1 < bad.reverse.ci_high
+    from evalharness.render.numerics import numerics_section
+    section = "\n".join(numerics_section(run))
+    assert "| `bad` (garbage) | 0.0000 [0.0000, 0.0000] | 2.1000 [" in section and "0/3 differ" in section
