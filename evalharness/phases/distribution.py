@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evalharness.phases.logprobs import BadAnswer, LogprobPath, fit_context, open_path
+from evalharness.phases.logprobs import BadAnswer, LogprobPath, TooLong, fit_context, open_path
 from evalharness.phases.retries import RequestFailed, map_in_threads
 from evalharness.records.cellfiles import load_scored, save_scored
 from evalharness.records.measures import RequestTally, Scored
@@ -55,16 +55,15 @@ def _guard(item_id: str, work) -> Scored:
 
 def tokenize_within(path: LogprobPath, text: str, context: int) -> list[int]:
     """The text's ids; a text longer than the served context is refused by the engine (http_400, "maximum context
-    length"), so its end is tokenized instead: the last 3, 2, then 1 characters per token of the context (a token
-    of ASCII text is at least one character)."""
-    for cut in (None, 3 * context, 2 * context, context):
+    length", not counted as a failed request), so its end is tokenized instead: the last 3, 2, then 1 characters
+    per token of the context (a token of ASCII text is at least one character)."""
+    for cut in (None, 3 * context, 2 * context):
         if cut is not None and len(text) <= cut:
             continue
         try:
             return path.tokenize(text if cut is None else text[-cut:])
-        except RequestFailed as exc:
-            if exc.kind != "http_400" or cut == context:
-                raise
+        except TooLong:
+            continue
     return path.tokenize(text[-context:])
 
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol, Sequence
 
 import httpx
 
-from evalharness.phases.openai_api import Endpoint
+from evalharness.phases.openai_api import Endpoint, attempt
 from evalharness.phases.retries import AttemptFailed, RequestSender
 from evalharness.records.measures import RequestTally, Scored
 
@@ -35,6 +35,21 @@ TOKEN_ID_PREFIX = "token_id:"
 
 class BadAnswer(ValueError):
     """An answer without what was asked (no log-probabilities, text where ids were asked for)."""
+
+
+class TooLong(BadAnswer):
+    """The engine refused a text longer than its context (http_400) when asked to tokenize it."""
+
+
+def refused_as_too_long(send):
+    """One uncounted attempt of `send(counted)`: a 400 raises TooLong and is not a failed request in the phase's
+    tally (the phase then tokenizes the text's end); any other failure goes through the counted, retried sender."""
+    try:
+        return send(False)
+    except AttemptFailed as exc:
+        if exc.kind == "http_400":
+            raise TooLong(exc.message) from exc
+    return send(True)
 
 
 # --- parsing: pure ---------------------------------------------------------------------------------------------
@@ -117,7 +132,8 @@ class LogprobPath(Protocol):
 
     def context_length(self) -> int | None: ...
 
-    def tokenize(self, text: str) -> list[int]: ...
+    def tokenize(self, text: str) -> list[int]:
+        """The text's ids; TooLong when the engine refuses it as longer than its context (uncounted)."""
 
     def echo(self, prompt_ids: list[int], continuation_ids: list[int], k: int) -> Scored: ...
 
@@ -155,7 +171,15 @@ class CompletionsPath:
             raise BadAnswer(f"no choice in the answer: {exc}") from exc
 
     def tokenize(self, text: str) -> list[int]:
-        logprobs = self._complete(prompt=text, max_tokens=0, echo=True, logprobs=0, temperature=0.0)
+        params = {"model": self.model, "extra_body": self.extra, "prompt": text, "max_tokens": 0, "echo": True,
+                  "logprobs": 0, "temperature": 0.0}
+        create = self.api.client.completions.create
+        answer = refused_as_too_long(lambda counted: self.api.sender.call(lambda: attempt(create, params))
+                                     if counted else attempt(create, params))
+        try:
+            logprobs = answer.choices[0].logprobs
+        except (IndexError, AttributeError) as exc:
+            raise BadAnswer(f"no choice in the answer: {exc}") from exc
         return [token_id(t) for t in (getattr(logprobs, "tokens", None) or [])]
 
     def echo(self, prompt_ids: list[int], continuation_ids: list[int], k: int) -> Scored:
@@ -216,8 +240,14 @@ class GeneratePath:
             return None
 
     def tokenize(self, text: str) -> list[int]:
-        meta = self._generate({"text": text, "sampling_params": {"max_new_tokens": 0}, "return_logprob": True,
-                               "logprob_start_len": 0, "top_logprobs_num": 0})
+        body = {"text": text, "sampling_params": {"max_new_tokens": 0}, "return_logprob": True,
+                "logprob_start_len": 0, "top_logprobs_num": 0}
+        url = f"{self.root}/generate"
+        answer = refused_as_too_long(lambda counted: self.sender.call(lambda: _post_json(self.client, url, body))
+                                     if counted else _post_json(self.client, url, body))
+        meta = answer.get("meta_info") if isinstance(answer, dict) else None
+        if not isinstance(meta, dict):
+            raise BadAnswer("the /generate answer has no meta_info")
         return [int(t[1]) for t in meta.get("input_token_logprobs") or []]
 
     def echo(self, prompt_ids: list[int], continuation_ids: list[int], k: int) -> Scored:

@@ -30,7 +30,8 @@ def test_vllm_gives_ids_and_the_decode_time_logprobs_of_its_samples_agree_with_i
     again = path.sample(prompt, max_tokens=24, seed=7, k=5)
     assert len(first.token_ids) == 24 and first.token_ids == again.token_ids  # vLLM seeds a generator per request
     assert all(lp is not None and lp <= 0 for lp in first.logprobs)
-    assert all(str(t) in top for t, top in zip(first.token_ids, first.top) if len(top) <= 5)  # keyed by id
+    # top-5 keyed by id, the engine's 5 most likely (vLLM's extra entry for a sampled token outside them dropped)
+    assert all(len(top) == 5 and all(key.isdigit() for key in top) for top in first.top)
     echoed = path.echo(prompt, first.token_ids, k=5)
     assert echoed.token_ids == first.token_ids
     # the same tokens scored by prefill and by decode: float32 agrees to about 1e-5 (seen: 1.5e-5 at most)

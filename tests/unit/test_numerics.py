@@ -196,6 +196,7 @@ def test_max_kld_gates_the_unbiased_figures_by_their_intervals():
 
 def test_a_prompt_longer_than_the_context_is_tokenized_from_its_end():
     from evalharness.phases.distribution import tokenize_within
+    from evalharness.phases.logprobs import TooLong
     from evalharness.phases.retries import RequestFailed
 
     class Path:  # refuses more than 100 characters, as vLLM refuses a prompt beyond max_model_len (http_400)
@@ -204,12 +205,13 @@ def test_a_prompt_longer_than_the_context_is_tokenized_from_its_end():
         def tokenize(self, text):
             self.seen.append(len(text))
             if len(text) > 100:
-                raise RequestFailed("http_400", "This model's maximum context length is 100 tokens")
+                raise TooLong("This model's maximum context length is 100 tokens")
             return [ord(c) for c in text]
 
     path = Path()
     assert tokenize_within(path, "a" * 1000 + "xyz", context=40) == [ord("a")] * 77 + [ord(c) for c in "xyz"]
     assert path.seen == [1003, 120, 80]  # the whole text, then its last 3x and 2x the context in characters
+    assert tokenize_within(Path(), "abc", context=40) == [97, 98, 99]
     with pytest.raises(RequestFailed, match="http_500"):
         class Broken(Path):
             def tokenize(self, text):
@@ -258,3 +260,23 @@ def test_the_reverse_pass_scores_each_ready_cells_samples_once_and_the_report_gi
     from evalharness.render.numerics import numerics_section
     section = "\n".join(numerics_section(run))
     assert "| `bad` (garbage) | 0.0000 [0.0000, 0.0000] | 2.1000 [" in section and "0/3 differ" in section
+
+
+def test_a_refusal_as_too_long_is_not_a_failed_request_but_other_failures_are():
+    from evalharness.phases.logprobs import TooLong, refused_as_too_long
+    from evalharness.phases.retries import AttemptFailed
+
+    def send(counted):
+        if counted:
+            return "sent through the counted sender"
+        raise AttemptFailed("http_400", "maximum context length")
+
+    with pytest.raises(TooLong):
+        refused_as_too_long(send)
+
+    def flaky(counted):
+        if counted:
+            return "sent through the counted sender"
+        raise AttemptFailed("reset", "connection reset")
+
+    assert refused_as_too_long(flaky) == "sent through the counted sender"
