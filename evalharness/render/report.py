@@ -213,7 +213,9 @@ def _garbage_section(run: RunResult) -> list[str]:
         return []
     out = ["## Garbage", ""]
     for cell in cells:
-        assert cell.probes is not None
+        if cell.probes is None:  # judged garbage elsewhere than by its probes (records written by other tools)
+            out += [f"### `{cell.id}`", "", md_text(cell.reason or "garbage", 500) + ".", ""]
+            continue
         out += [f"### `{cell.id}`", "", md_text(cell.probes.reason, 500) + ".", ""]
         for sample in cell.probes.offending[:2]:
             fired = ", ".join(f"{f['detector']} ({f['evidence']})" for f in sample.findings)
