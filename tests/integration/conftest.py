@@ -33,6 +33,8 @@ ENGINE_PYTHON = REPO / ".engine" / "venv" / "bin" / "python"
 MODEL = REPO / ".engine" / "models" / "SmolLM2-135M-Instruct"
 HARNESS = [sys.executable, "-m", "evalharness"]
 FAULT_ENGINE = REPO / "tests" / "faults" / "fault_engine.py"
+# six of the shipped distribution prompts: the numerics check runs in every test cell, at a tenth of its default cost
+SHORT_CONTEXTS = REPO / "tests" / "data" / "distribution-short.jsonl"
 ENGINE_MODULE = ["-m", "vllm.entrypoints.openai.api_server"]
 SERVED_NAME = "smollm2"
 # the flags every test cell shares; the session engine is launched with these and float32
@@ -57,6 +59,8 @@ def matrix_yaml(engine: dict[str, str], cells: dict[str, str], startup_s: float 
                 command: list[str] | None = None) -> str:
     """A matrix on the embedded engine with one axis `cell`, whose values are given as YAML flow mappings."""
     values = "\n".join(f"    {name}: {body}" for name, body in cells.items())
+    if "distribution:" not in extra:  # the numerics check on six short contexts: its own figures are tested in
+        extra += f"distribution: {{prompts: {json.dumps(str(SHORT_CONTEXTS))}, max_tokens: 32}}\n"  # test_engine_numerics
     command = command or [engine["python"], *ENGINE_MODULE]
     return f"""\
 name: integration

@@ -20,8 +20,8 @@ import sys
 
 import pytest
 
-from tests.integration.conftest import (BASE_ENV, ENGINE_MODULE, FAULT_ENGINE, REPO, REQUEST_FACTOR, SERVED_NAME,
-                                        engine_processes, run_harness)
+from tests.integration.conftest import (BASE_ENV, ENGINE_MODULE, FAULT_ENGINE, REQUEST_FACTOR, SERVED_NAME,
+                                        SHORT_CONTEXTS, engine_processes, run_harness)
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(3600)]
 
@@ -78,7 +78,7 @@ def fault_matrix(engine: dict[str, str], shared, request_s: float) -> dict:
         "quality": {"tasks": ["eh_choice"], "limit": 12},
         # the numerics check runs in every cell (its requests take the flaky cell's faults too), on six short
         # contexts: its own figures are tested in test_engine_numerics.py
-        "distribution": {"prompts": str(REPO / "tests" / "data" / "distribution-short.jsonl"), "max_tokens": 16},
+        "distribution": {"prompts": str(SHORT_CONTEXTS), "max_tokens": 16},
         "throughput": {"scenarios": [{"name": "c2", "concurrency": 2, "requests": 6, "input_len": 32,
                                       "output_len": 48, "warmup_requests": 0}]},
     }
