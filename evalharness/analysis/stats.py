@@ -221,12 +221,15 @@ def topk_kl(reference: dict[str, float], cell: dict[str, float]) -> float:
     the disagreement that matters: where the top tokens go. (The 1e-6 floor, for a side whose top-k sum to about 1,
     is the one place it can exceed the true value, by a negligible amount.)
     """
-    shared = set(reference) & set(cell)
+    # sorted, and exactly rounded sums: a set of strings iterates in an order that changes with each process's hash
+    # seed, and a plain float sum in another order differs in its last bits (a resumed run re-deciding its drift
+    # must give the same figures to the bit)
+    shared = sorted(set(reference) & set(cell))
     p = {t: math.exp(reference[t]) for t in shared}
     q = {t: math.exp(cell[t]) for t in shared}
-    p_rest = max(1e-6, 1.0 - sum(p.values()))
-    q_rest = max(1e-6, 1.0 - sum(q.values()))
-    total = sum(pt * math.log(pt / max(q[t], 1e-12)) for t, pt in p.items() if pt > 0)
+    p_rest = max(1e-6, 1.0 - math.fsum(p.values()))
+    q_rest = max(1e-6, 1.0 - math.fsum(q.values()))
+    total = math.fsum(pt * math.log(pt / max(q[t], 1e-12)) for t, pt in p.items() if pt > 0)
     return max(0.0, total + p_rest * math.log(p_rest / q_rest))
 
 
