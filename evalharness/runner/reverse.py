@@ -69,9 +69,8 @@ def reverse_pass(matrix: Matrix, engine: Engine, reference: Cell, run: RunResult
             for cid in todo:
                 folder = out_dir / "cells" / cid
                 scored = distribution.score_samples(path, load_scored(folder / "own_samples.jsonl"))
+                # the cell's own record stays as the cell measured it: the count is in the drift's reverse figure
                 save_scored(folder / "reverse_scored.jsonl", scored)
-                if run.cells[cid].distribution is not None:
-                    run.cells[cid].distribution["reverse_scored"] = sum(1 for s in scored if not s.error)
         finally:
             path.close()
         run.notes.append(f"numerics check: the reference was served again for {time.monotonic() - begin:.0f}s "
