@@ -4,8 +4,8 @@ Usage: python -m evalharness.phases._lmeval_worker SPEC.json
        python -m evalharness.phases._lmeval_worker --check SPEC.json   (load every task's data; run nothing)
 SPEC: {task, include_path, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("remote" |
        "none"), concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs,
-       think_end_token, stop_strings, headline, subset, subset_seed, fraction, data, seed, out_dir}; --check takes {tasks: {name: data or null}, include_path,
-       include_defaults}.
+       think_end_token, stop_strings, headline, subset, subset_seed, fraction, data, seed, out_dir}; --check takes
+       {tasks: {name: data or null}, include_path, include_defaults}.
 Writes OUT_DIR/summary.json (headline, value, subtasks, generation statistics, versions; _lmeval_results.py),
 OUT_DIR/samples.jsonl (one row per subtask, document and filter, with every metric, the answer's finish_reason and
 its reasoning) and OUT_DIR/answers.jsonl (the recording client's side file, _lmeval_models.py). Runs in a subprocess
@@ -90,6 +90,26 @@ def document_subsets(manager, task: str, limit: int | None, seed: int, fraction:
     return documents, populations
 
 
+def headline_problem(manager, task: str, headline: str | None) -> str | None:
+    """Why the matrix's headline cannot be one of the task's figures, from its leaf configs (metric_list x
+    filter_list), before any request is sent; None when it can, or when a config names no metrics to check."""
+    from evalharness.phases._lmeval_results import chosen_headline
+
+    choice = chosen_headline(headline)
+    if choice is None:
+        return None
+    offered = set()
+    for leaf in manager.load([task])["tasks"].values():
+        metrics = [m.get("metric") for m in leaf.config.metric_list or [] if isinstance(m, dict)]
+        filters = [f.get("name") for f in leaf.config.filter_list or [] if isinstance(f, dict)] or ["none"]
+        if not metrics or not all(isinstance(m, str) for m in metrics):
+            return None  # lm-eval's defaults or a metric given as a function: checked on the results instead
+        offered |= {f"{m},{f}" for m in metrics for f in filters}
+    if choice in offered:
+        return None
+    return f"headline {choice!r} is not a figure of this task; its configs offer {', '.join(sorted(offered))}"
+
+
 def _setup(spec: dict[str, Any]):
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -133,6 +153,10 @@ def main(spec_path: str) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     _DATA = spec.get("data")
     manager = _setup(spec)
+    problem = headline_problem(manager, spec["task"], spec.get("headline"))
+    if problem:  # before any request: a typo must not cost a whole task's generation
+        print(f"task {spec['task']}: quality.task_settings.{spec['task']}.{problem}", file=sys.stderr)
+        return 3
     from lm_eval import simple_evaluate
 
     from evalharness.phases._lmeval_results import HeadlineMissing, read_answers, read_failures, summarize

@@ -185,3 +185,34 @@ def test_a_limit_keeps_a_seeded_random_subset_of_each_task_and_a_screened_share_
     assert len(whole["eh_capitals"]) == 13  # a quarter of all 52, rounded up
     first, _ = document_subsets(manager, "eh_capitals", 20, seed=1234, fraction=0.5, first=True)
     assert first["eh_capitals"] == list(range(10))
+
+
+def test_a_headline_the_task_does_not_offer_is_named_before_any_request(monkeypatch):
+    from evalharness.phases._lmeval_worker import _setup, headline_problem
+    from evalharness.phases.quality import SHIPPED_TASKS
+
+    monkeypatch.chdir(SHIPPED_TASKS)
+    manager = _setup({"include_path": str(SHIPPED_TASKS)})
+    assert headline_problem(manager, "eh_capitals", "exact_match/strip") is None
+    assert headline_problem(manager, "eh_capitals", None) is None
+    problem = headline_problem(manager, "eh_capitals", "exact_match/flexible-extract")
+    assert problem == ("headline 'exact_match,flexible-extract' is not a figure of this task; its configs offer "
+                       "exact_match,strip")
+
+
+def test_a_task_the_matrix_asks_too_much_of_fails_once_without_retries(tmp_path, monkeypatch):
+    import subprocess
+
+    from evalharness.phases import quality
+
+    calls = []
+
+    def worker(argv, stdout=None, **kwargs):
+        calls.append(argv)
+        stdout.write(b"task t: quality.task_settings.t.headline 'x,y' is not a figure of this task\n")
+        return subprocess.CompletedProcess(argv, quality.CONFIG_ERROR)
+
+    monkeypatch.setattr(quality.subprocess, "run", worker)
+    score = quality.run_task("t", {"base_url": "u", "seed": 1}, tmp_path / "t", tmp_path, lambda: True, 2, 10)
+    assert len(calls) == 1 and score.attempts == 1
+    assert score.error == "task t: quality.task_settings.t.headline 'x,y' is not a figure of this task"
