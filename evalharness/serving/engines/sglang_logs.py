@@ -45,6 +45,29 @@ CRASHES = (
         source="story (SM100-only kernel on SM120); CUDA's own 'no kernel image' error",
     ),
     CrashRule(
+        "unsupported_kernel",
+        re.compile(r"cubin manifest contains no kernels runnable on sm_?\d+"),
+        "FlashInfer's trtllm-gen kernels ship as cubins for sm100/sm103/sm107 only: on SM120 pick another "
+        "--moe-runner-backend / --fp4-gemm-backend (flashinfer_cutlass, triton, ...)",
+        source="flashinfer/csrc/trtllm_batched_gemm_runner.cu (FlashInfer 0.7.2, the version 0.5.23 pins: no config for the arch)",
+    ),
+    CrashRule(
+        "unsupported_kernel",
+        re.compile(r"Failed to get checksums\.txt from \S+"),
+        "FlashInfer could not fetch its trtllm-gen cubins (an offline box downloads nothing): install the "
+        "flashinfer-cubin package of the same version (0.7.2) or copy a cubin cache and point FLASHINFER_CUBIN_DIR "
+        "at it; on SM120 these kernels do not exist anyway (no sm120 cubins), so pick another MoE backend",
+        source="flashinfer/jit/fused_moe.py (FlashInfer 0.7.2: gen_trtllm_gen_fused_moe_sm100_module, assert checksum)",
+    ),
+    CrashRule(
+        "unsupported_kernel",
+        re.compile(r"\w+ with minimum required version [\w.]+ is not installed|"
+                   r"\w+ is installed with version \S+, which is less than the minimum required version"),
+        "the kernel package a chosen backend needs is missing or too old in this environment (flashinfer_python "
+        ">= 0.7.2 for --attention-backend flashinfer): pick another backend or install the package",
+        source="sglang/srt/utils/common.py: assert_pkg_version (called at launch by sglang/srt/entrypoints/engine.py)",
+    ),
+    CrashRule(
         "out_of_memory",
         re.compile(r"Rank \d+ scheduler died during initialization \(exit code: -9\)"),
         "a scheduler was SIGKILLed while loading, most often by the OS OOM killer (host RAM, not GPU memory): "
