@@ -9,6 +9,7 @@ interrupt tears the server down first and is then raised to the run loop (run.py
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -69,6 +70,9 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         if readiness.outcome == "timeout":
             state.status = "timeout"
             state.reason = f"not ready after {readiness.seconds:.0f}s (startup timeout {matrix.timeouts.startup_s:.0f}s)"
+            if readiness.foreign_listener is not None:  # a 200 came, but from a process that is not this server
+                state.reason += (f"; port {urlsplit(plan.root_url).port} answered from pid {readiness.foreign_listener}, "
+                                 "a process this cell did not launch: never measured")
             return server
         state.startup_s = round(readiness.seconds, 2)
     state.enter("resolve", progress)

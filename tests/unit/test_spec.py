@@ -218,3 +218,13 @@ def test_the_scoring_version_is_in_the_settings_hash(monkeypatch):
     monkeypatch.setattr(evalharness, "SCORING_VERSION", getattr(evalharness, "SCORING_VERSION", 0) + 1)
     [after] = expand(Matrix.model_validate(MEASURED))
     assert after.settings_hash != before.settings_hash
+
+
+def test_sglang_with_the_remote_tokenizer_is_refused_with_the_way_out(tmp_path):
+    """lm-eval's RemoteTokenizer GETs /tokenizer_info, which SGLang 0.5.23 lacks (404, measured on the real server):
+    without this check every quality task of every SGLang cell failed after its retries."""
+    sglang = BASE.replace("engine: vllm", "engine: sglang")
+    message = load_error(tmp_path, sglang + "quality: {tasks: [eh_capitals]}\n")
+    assert "no /tokenizer_info" in message and "tokenizer: none" in message
+    load_matrix(write(tmp_path, sglang + "quality: {tasks: [eh_capitals], tokenizer: none}\n"))
+    load_matrix(write(tmp_path, sglang + "quality: {tasks: [eh_capitals], api: chat}\n"))

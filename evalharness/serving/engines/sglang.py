@@ -44,6 +44,11 @@ _VOLATILE = re.compile(
     r"launch_command|startup_time.*|internal_states.*|last_gen_throughput|memory_usage.*|.*_timestamp|.*\.pid|pid|"
     r"kv_events.*|metrics_port|.*_port)$"
 )
+# Keys that 0.5.23's /server_info adds after the server args (sglang/srt/entrypoints/http_server.py: server_info;
+# sglang/srt/utils/common.py: build_server_info): measured at startup, not chosen. max_total_num_tokens and
+# max_req_input_len are sized from the memory free at that moment, so they differ a little between two launches of
+# the same settings; as settings they would make every "axis changed nothing" check fail. Shown in the Server facts.
+MEASURED = ("max_total_num_tokens", "max_req_input_len", "status", "version")
 COUNTERS = ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total")
 
 
@@ -72,7 +77,8 @@ class SglangEngine:
         return plan
 
     def resolved_config(self, client: httpx.Client, plan: LaunchPlan, log_text: str) -> dict[str, Any]:
-        return {k: v for k, v in flatten(server_info(client, plan)).items() if not _VOLATILE.match(k)}
+        return {k: v for k, v in flatten(server_info(client, plan)).items()
+                if not _VOLATILE.match(k) and k not in MEASURED}
 
     def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
         return sglang_facts(server_info(client, plan), engine_versions(find_python(matrix)))
@@ -142,6 +148,8 @@ def sglang_facts(info: dict[str, Any], versions: dict[str, str]) -> dict[str, An
             "cuda_graph": round(sum(v for v in graph.values() if isinstance(v, (int, float))), 3) if graph else None,
             "available_at_startup": memory.get("startup_available")}.items() if v is not None},
         "token_capacity": memory.get("token_capacity") or info.get("max_total_num_tokens"),
+        "max_req_input_len": info.get("max_req_input_len"),
+        "status": info.get("status"),
         "max_running_requests": state.get("effective_max_running_requests_per_dp") or info.get("max_running_requests"),
         "startup_s": {k: round(v, 2) for k, v in flatten(startup).items() if isinstance(v, (int, float)) and v},
         "versions": {**({"sglang": str(info["version"])} if info.get("version") else {}), **versions},
