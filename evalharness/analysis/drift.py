@@ -1,7 +1,7 @@
 """Drift of each cell from the run's reference cell, from the saved files: accuracy per task (paired per document over
 each side's repeats, the test and interval of analysis/stats.py, a verdict against the task's margin from
 analysis/equivalence.py, Holm-adjusted over every comparison of the run) and pooled (tasks weighted equally), flips,
-probe agreement, distribution drift (KL divergence and top-token agreement of the reference's continuations), and
+probe agreement, distribution drift (both directions of the per-token KL divergence: analysis/numerics.py), and
 the reference's own noise floor (its repeats split into two halves of its seeds: the A/A row).
 
 Reads records only; `refresh_drift` is what `run`, `report` and `gate` call after loading or finishing cells.
@@ -21,11 +21,12 @@ from evalharness.analysis.noeffect import no_effect_pairs
 from evalharness.analysis.sequential import final_alpha
 from evalharness.analysis.pairing import (Headline, SideScores, UnpairableMetric, check_prompts, pair,
                                           pairable_aggregation, side_scores)
-from evalharness.analysis.stats import PairedEvidence, mcnemar_exact, paired_evidence, topk_kl
+from evalharness.analysis.numerics import compare_distributions
+from evalharness.analysis.stats import PairedEvidence, mcnemar_exact, paired_evidence
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
 from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift, TaskNoise
 from evalharness.records.io import ResultsError
-from evalharness.records.measures import ProbeOutput, Scored, TaskScore, percentiles
+from evalharness.records.measures import ProbeOutput, TaskScore
 from evalharness.records.run import CellResult, RunResult
 
 CONFIDENCE = 0.9  # intervals shown: two-sided 90%, the one-sided 95% bounds the verdicts use
@@ -149,23 +150,20 @@ def probe_agreement(reference: list[ProbeOutput], cell: list[ProbeOutput]) -> Ag
                      mean_first_difference=sum(differing) / len(differing) if differing else None)
 
 
-def compare_cells(reference: list[Scored], cell: list[Scored]) -> DistributionDrift:
-    """Per-position KL and top-token agreement over the continuations both cells scored the same way (pure)."""
-    by_id = {s.id: s for s in cell}
-    errors = [s.error for s in [*reference, *cell] if s.error]
-    klds: list[float] = []
-    same = 0
-    for ref in reference:
-        other = by_id.get(ref.id)
-        if ref.error or other is None or other.error or other.tokens != ref.tokens:
-            continue  # the same text must tokenize the same way on both sides to pair positions
-        for p, q in zip(ref.top, other.top):
-            klds.append(topk_kl(p, q))
-            same += max(p, key=p.get) == max(q, key=q.get)
-    if not klds:
-        return DistributionDrift(available=False, reason=errors[0] if errors else "no positions could be paired")
-    return DistributionDrift(available=True, positions=len(klds), mean_kld=sum(klds) / len(klds),
-                             p99_kld=percentiles(klds).p99, max_kld=max(klds), same_top_token=same / len(klds))
+def distribution_drift(ref_folder: Path, cell_folder: Path, same_run: bool = True) -> DistributionDrift | None:
+    """Both directions of the numerics check and the coarse top-k figures from the two cells' distribution files
+    (analysis/numerics.py); None when neither cell scored anything. Across two runs (`compare`) only the forward
+    direction means anything: a cell's reverse_scored.jsonl holds its own run's reference's scores."""
+    ref_echo = load_scored(ref_folder / "distribution.jsonl")
+    cell_echo = load_scored(cell_folder / "distribution.jsonl")
+    if not ref_echo and not cell_echo:
+        return None
+    out = compare_distributions(ref_echo, cell_echo, load_scored(cell_folder / "own_samples.jsonl"),
+                                load_scored(cell_folder / "reverse_scored.jsonl"),
+                                load_scored(ref_folder / "contexts.jsonl"))
+    if not same_run:
+        out.reverse = None
+    return out
 
 
 def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_dir: Path,
@@ -190,10 +188,8 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
     cell_probes = load_probe_outputs(cell_dir / "cells" / cell.id / "probes.jsonl")
     if ref_probes and cell_probes:
         drift.agreement = probe_agreement(list(ref_probes.values()), list(cell_probes.values()))
-    ref_dist = load_scored(ref_dir / "cells" / reference.id / "distribution.jsonl")
-    cell_dist = load_scored(cell_dir / "cells" / cell.id / "distribution.jsonl")
-    if ref_dist or cell_dist:
-        drift.distribution = compare_cells(ref_dist, cell_dist)
+    drift.distribution = distribution_drift(ref_dir / "cells" / reference.id, cell_dir / "cells" / cell.id,
+                                            same_run=Path(ref_dir).resolve() == Path(cell_dir).resolve())
     return drift, evidence
 
 

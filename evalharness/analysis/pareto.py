@@ -138,8 +138,10 @@ def _drift(run: RunResult, cid: str, cell: CellResult, measure: str) -> float | 
         return 0.0
     if cell.drift is None:
         return None
-    if measure == "kld":
-        return cell.drift.distribution.mean_kld if cell.drift.distribution else None
+    if measure == "kld":  # the unbiased KL(ref || cell) per token, never the coarse top-k lower bound
+        dist = cell.drift.distribution
+        forward = dist.forward if dist is not None else None
+        return forward.estimate if forward is not None and forward.available else None
     return -cell.drift.accuracy_delta if cell.drift.accuracy_delta is not None else None
 
 

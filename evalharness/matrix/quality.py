@@ -85,6 +85,9 @@ class QualitySection(_Strict):
     looks: list[Annotated[int, Field(ge=1)]] | None = Field(
         None, description="the repeats after which a cell looks and stops each task that is settled (equivalent or "
         "worse, analysis/sequential.py); default 1, a quarter, a half and all of its repeats")
+    screen_documents: float = Field(0.25, gt=0, le=1, description="the share of each task's documents a screened "
+                                    "cell answers where it runs the task once (its first look is then a batch of "
+                                    "documents, not a repeat): the same seeded documents in every such cell")
     full_quality: bool = Field(False, description="run every look in every cell: no screening (by default a cell "
                                "not faster than the reference beyond the noise runs only the first look)")
     budget_hours: float | None = Field(None, gt=0, description="hours of generation the quality phase may cost in "

@@ -72,11 +72,13 @@ class ProbesSection(_Strict):
 
 
 class DistributionSection(_Strict):
-    """Distribution drift: the reference's greedy continuations scored in every cell with top-k log-probabilities."""
+    """The numerics check (phases/distribution.py, analysis/numerics.py): per-token KL divergence in both directions,
+    on the reference's and each cell's own samples at temperature 1."""
 
     enabled: bool = True
     prompts: str | None = Field(None, description="JSONL of {id, prompt}; default tasks/probes/distribution.jsonl")
-    max_tokens: int = Field(32, gt=0, description="length of the reference's continuations")
+    max_tokens: int = Field(96, gt=0, description="length of every sampled continuation (the reference's contexts "
+                            "and each cell's own samples)")
 
 
 class RequestsSection(_Strict):

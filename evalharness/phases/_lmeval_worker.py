@@ -4,7 +4,7 @@ Usage: python -m evalharness.phases._lmeval_worker SPEC.json
        python -m evalharness.phases._lmeval_worker --check SPEC.json   (load every task's data; run nothing)
 SPEC: {task, include_path, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("remote" |
        "none"), concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs,
-       think_end_token, stop_strings, headline, subset, subset_seed, data, seed, out_dir}; --check takes {tasks: {name: data or null}, include_path,
+       think_end_token, stop_strings, headline, subset, subset_seed, fraction, data, seed, out_dir}; --check takes {tasks: {name: data or null}, include_path,
        include_defaults}.
 Writes OUT_DIR/summary.json (headline, value, subtasks, generation statistics, versions; _lmeval_results.py),
 OUT_DIR/samples.jsonl (one row per subtask, document and filter, with every metric, the answer's finish_reason and
@@ -66,19 +66,27 @@ def _seed_langdetect() -> None:
     DetectorFactory.seed = 0
 
 
-def random_subsets(manager, task: str, limit: int, seed: int) -> tuple[dict[str, list[int]], dict[str, int]]:
-    """A seeded random subset of `limit` documents of each leaf task (stratified by subtask for a group: each
-    leaf keeps `limit` of its own), instead of lm-eval's `limit`, which takes the first N (lm-eval warns it is for
-    testing: the first 15 questions of a subject are not a sample of it). The same seed gives every cell and the
-    reference the same documents. Returns (leaf -> sorted document indices, leaf -> documents in the leaf)."""
+def document_subsets(manager, task: str, limit: int | None, seed: int, fraction: float = 1.0,
+                     first: bool = False) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """The documents of each leaf task to score (stratified by subtask for a group: each leaf keeps its own share).
+    `limit` keeps a seeded random `limit` of them, instead of lm-eval's `limit`, which takes the first N (lm-eval
+    warns it is for testing: the first 15 questions of a subject are not a sample of it); `first` keeps lm-eval's
+    first N. `fraction` keeps that share of them (a screened cell's first look, analysis/sequential.py): the first
+    documents of one seeded order, so a smaller share is always part of a larger one and of the whole subset. The same
+    seed gives every cell and the reference the same documents. Returns (leaf -> sorted document indices, leaf ->
+    documents in the leaf)."""
+    import math
     import random
 
     documents, populations = {}, {}
     for name, leaf in manager.load([task])["tasks"].items():  # every leaf task, a group's subtasks included
         total = len(leaf.eval_docs)
         populations[name] = total
-        chosen = random.Random(f"{seed}:{name}").sample(range(total), min(limit, total))
-        documents[name] = sorted(chosen)
+        order = list(range(total))
+        if not first:
+            random.Random(f"{seed}:{name}").shuffle(order)
+        kept = min(limit or total, total)
+        documents[name] = sorted(order[: max(1, math.ceil(kept * fraction))])
     return documents, populations
 
 
@@ -155,11 +163,12 @@ def main(spec_path: str) -> int:
                           think_end_token=spec.get("think_end_token"),
                           stop_strings=spec.get("stop_strings") or "answer")
     # the matrix's generation settings override the task config's (max_gen_toks included: mmlu_pro's own is 2048)
-    documents = None
-    if spec.get("limit") and spec.get("subset", "random") == "random":
-        documents, populations = random_subsets(manager, spec["task"], spec["limit"], int(spec.get("subset_seed", 1234)))
-    else:
-        populations = None
+    documents = populations = None
+    first = spec.get("subset", "random") == "first"
+    fraction = float(spec.get("fraction") or 1.0)
+    if (spec.get("limit") and not first) or fraction < 1:
+        documents, populations = document_subsets(manager, spec["task"], spec.get("limit"),
+                                                  int(spec.get("subset_seed", 1234)), fraction, first)
     gen_kwargs = {**(spec.get("gen_kwargs") or {})}
     if spec.get("max_gen_toks"):
         gen_kwargs["max_gen_toks"] = spec["max_gen_toks"]
@@ -188,9 +197,9 @@ def main(spec_path: str) -> int:
         print(f"task {spec['task']}: quality.task_settings.{spec['task']}.{exc}", file=sys.stderr)
         return 3
     if documents is not None:
-        summary["subset"] = {"seed": int(spec.get("subset_seed", 1234)),
+        summary["subset"] = {"seed": None if first else int(spec.get("subset_seed", 1234)),
                              "documents": sum(len(ids) for ids in documents.values()),
-                             "of": sum(populations.values())}
+                             "of": sum(populations.values()), "fraction": fraction if fraction < 1 else None}
     switches = json.dumps(spec.get("chat_template_kwargs") or {}, sort_keys=True) if chat else ""
     for row in rows:
         row["seed"] = model_args["seed"]
@@ -198,9 +207,6 @@ def main(spec_path: str) -> int:
         # that change the prompt the engine renders
         row["prompt_key"] = (hashlib.sha256(f"{row['prompt_hash']}|{switches}".encode()).hexdigest()
                              if switches not in ("", "{}") and row.get("prompt_hash") else row.get("prompt_hash"))
-        if documents is not None and row.get("task") in documents and isinstance(row.get("doc_id"), int):
-            # lm-eval numbers a `samples` selection's documents 0..k-1: give each back its index in the task
-            row["doc_id"] = documents[row["task"]][row["doc_id"]]
     with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as handle:
         handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -46,14 +46,46 @@ class Agreement(BaseModel):
     mean_first_difference: float | None = None  # in words, over the answers that differ
 
 
+class KLEstimate(BaseModel):
+    """One direction's per-token KL divergence, estimated without top-k: the mean over every sampled position of
+    log p_from(x) - log p_to(x) for the token x that `from` sampled there (analysis/numerics.py). Its interval is a
+    bootstrap over contexts (each context's positions resampled together), so it covers the mean over contexts like
+    these, not over positions as if they were independent."""
+
+    available: bool
+    reason: str | None = None  # why not (available False), e.g. the engine gives no log-probabilities of samples
+    estimate: float | None = None  # nats per token; unbiased, so it can come out slightly below 0 when nothing differs
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence: float = 0.9
+    positions: int = 0
+    contexts: int = 0
+    own_samples_identical: int | None = None  # reverse: the cell's samples token for token the reference's (same seeds)
+
+
 class DistributionDrift(BaseModel):
+    """Distribution drift against the reference. `forward` (KL(ref || cell), on the reference's sampled contexts,
+    both sides' echo) and `reverse` (KL(cell || ref), on the cell's own samples with their decode-time
+    log-probabilities, the reference's echo) are the figures: unbiased, with intervals. The rest are the coarse
+    top-k figures of the reference's contexts: `mean_kld` / `p99_kld` / `max_kld` are KL over the shared top-k plus a
+    rest bucket, a LOWER BOUND (analysis/stats.py topk_kl), kept as a secondary column and for records before
+    issue 26, which have nothing else."""
+
     available: bool
     reason: str | None = None
     positions: int = 0
-    mean_kld: float | None = None
+    mean_kld: float | None = None  # coarse top-k KL, a lower bound
     p99_kld: float | None = None
     max_kld: float | None = None
     same_top_token: float | None = None  # share of positions where both put the same token first
+    disjoint_topk: float | None = None  # share of positions whose top-k sets share no token (None: text-keyed records)
+    forward: KLEstimate | None = None
+    reverse: KLEstimate | None = None
+
+    def unbiased(self) -> list[tuple[str, KLEstimate]]:
+        """The directions that have a figure: what the gate and the Pareto kld measure use."""
+        return [(name, est) for name, est in (("KL(ref‖cell)", self.forward), ("KL(cell‖ref)", self.reverse))
+                if est is not None and est.available and est.estimate is not None]
 
 
 class SecondaryChange(BaseModel):

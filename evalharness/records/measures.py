@@ -1,5 +1,6 @@
 """What each phase measured, as saved in results.json: throughput scenarios, quality task scores, probe verdicts,
-request tallies, crash reasons and log warnings, and scored continuations (cells/<id>/distribution.jsonl).
+request tallies, crash reasons and log warnings, and the numerics check's sampled and scored continuations
+(cells/<id>/contexts.jsonl, distribution.jsonl, own_samples.jsonl, reverse_scored.jsonl).
 
 The phases fill these in; analysis and render read them. Imports no phase code.
 """
@@ -93,11 +94,13 @@ class GenerationStats(BaseModel):
 
 
 class SubsetInfo(BaseModel):
-    """A seeded random subset of a task's documents (quality.limit with subset: random), per leaf task."""
+    """Part of a task's documents: quality.limit (a seeded random subset, or the first N), and a screened cell's
+    share of them, per leaf task."""
 
-    seed: int
+    seed: int | None  # None: the first documents (subset: first)
     documents: int  # documents scored, over all leaf tasks
     of: int  # documents in the whole task
+    fraction: float | None = None  # a screened cell's share of the subset (quality.screen_documents); None: all of it
 
 
 class SubtaskScore(BaseModel):
@@ -210,9 +213,18 @@ class LogWarning(BaseModel):
 
 
 class Scored(BaseModel):
-    """One continuation scored in one cell: the top-k log-probabilities at each of its positions."""
+    """One continuation in one cell, per position of the continuation (never of the prompt): the log-probability of
+    the token that is there and the top-k. Three files hold it (phases/distribution.py): the reference's sampled
+    contexts (`contexts.jsonl`, with prompt_ids, the seed and the decode-time log-probabilities), a cell's echo of
+    them (`distribution.jsonl`), a cell's own samples (`own_samples.jsonl`) and the reference's echo of those
+    (`reverse_scored.jsonl`). Records written before issue 26 have text tokens, text-keyed top-k and no
+    token_ids/logprobs: only the coarse top-k figure can be computed from them."""
 
     id: str
-    tokens: list[str] = []
-    top: list[dict[str, float]] = []  # per continuation position: token -> logprob (top-k)
+    tokens: list[str] = []  # the tokens' text where the engine gave it ("" otherwise)
+    token_ids: list[int] = []  # the token at each position, by id (empty in records before issue 26)
+    logprobs: list[float | None] = []  # that token's own log-probability (None where the engine gave none)
+    top: list[dict[str, float]] = []  # per position: token -> logprob (top-k), keyed by token id where token_ids is set
+    prompt_ids: list[int] = []  # the context before the continuation, by id (samples only: what to score again)
+    seed: int | None = None  # the sampling seed (samples only); the same per context in every cell
     error: str | None = None

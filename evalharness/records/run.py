@@ -52,7 +52,8 @@ class CellResult(BaseModel):
     probes: ProbeSummary | None = None
     quality: list[TaskScore] = []
     throughput: list[ScenarioResult] = []
-    distribution: dict[str, Any] | None = Field(None, description="scored continuations (cells/<id>/distribution.jsonl)")
+    distribution: dict[str, Any] | None = Field(None, description="the numerics check's summary "
+                                                "(phases/distribution.py)")
     requests: dict[str, RequestTally] = Field(default_factory=dict, description="per phase: requests, failures "
                                               "after retries, retries, error kinds (throughput: per scenario)")
     drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")

@@ -11,6 +11,7 @@ from typing import Any
 from evalharness.analysis.compare import CellComparison, RunComparison, ScenarioChange
 from evalharness.render.drift import interval_text
 from evalharness.render.markdown import markdown_table, md_text
+from evalharness.render.numerics import kl_text
 
 VERDICTS = {"fails": "**fails the gate**", "changed": "**changed beyond noise**", "differs": "differs",
             "same": "unchanged within noise", "only": "in one run only"}
@@ -111,10 +112,10 @@ def _table(cmp: RunComparison) -> str:
             f"{acc.right_to_wrong} / {acc.wrong_to_right}" if acc and acc.paired else "",
             ", ".join(f"{md_text(s.name)} {_ratio(s)}" for s in cell.scenarios),
             f"{agreement.identical}/{agreement.total}" if agreement else "",
-            f"{dist.mean_kld:.4f}" if dist and dist.available else "",
+            kl_text(dist.forward) if dist and dist.forward else "",
         ])
     return markdown_table(["cell", "verdict", "status", "accuracy Δ [90%]", "p (adjusted)", "flips r→w / w→r",
-                           "tok/s head/base [95% CI where repeated]", "probes identical", "KLD head‖base"], rows)
+                           "tok/s head/base [95% CI where repeated]", "probes identical", "log p_base − log p_head per token [90%]"], rows)
 
 
 def summary_markdown(cmp: RunComparison) -> str:

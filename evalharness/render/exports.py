@@ -31,9 +31,14 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
             base.update({"accuracy_delta": cell.drift.accuracy_delta, "accuracy_ci_low": cell.drift.ci_low,
                          "accuracy_ci_high": cell.drift.ci_high, "mcnemar_p": cell.drift.p_value,
                          "right_to_wrong": cell.drift.right_to_wrong, "wrong_to_right": cell.drift.wrong_to_right})
-            if cell.drift.distribution and cell.drift.distribution.available:
-                base.update({"kld_mean": cell.drift.distribution.mean_kld, "kld_p99": cell.drift.distribution.p99_kld,
-                             "same_top_token": cell.drift.distribution.same_top_token})
+            dist = cell.drift.distribution
+            if dist and dist.available:
+                for prefix, est in (("kl_forward", dist.forward), ("kl_reverse", dist.reverse)):
+                    if est is not None and est.available:
+                        base.update({prefix: est.estimate, f"{prefix}_ci_low": est.ci_low,
+                                     f"{prefix}_ci_high": est.ci_high})
+                base.update({"topk_kld_mean_lower_bound": dist.mean_kld, "topk_kld_p99_lower_bound": dist.p99_kld,
+                             "same_top_token": dist.same_top_token, "disjoint_topk": dist.disjoint_topk})
         if not cell.throughput:
             out.append(base)
         for sc in cell.throughput:

@@ -58,7 +58,9 @@ def _documents(score: TaskScore) -> str:
     if score.n is None:
         return ""
     if score.subset is not None:
-        return f"{score.n} of {score.subset.of} (random subset, seed {score.subset.seed})"
+        kind = "first documents" if score.subset.seed is None else f"random subset, seed {score.subset.seed}"
+        share = f", screened: {score.subset.fraction:.0%} of them" if score.subset.fraction else ""
+        return f"{score.n} of {score.subset.of} ({kind}{share})"
     return str(score.n)
 
 

@@ -15,6 +15,7 @@ from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, o
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.drift import drift_section, interval_text, verdict_text
 from evalharness.render.markdown import code_block, markdown_table, md_text
+from evalharness.render.numerics import kl_text, numerics_section
 from evalharness.render.quality import quality_section
 from evalharness.render.recommend import recommendation_lines
 from evalharness.render.server import server_section
@@ -70,7 +71,7 @@ def render_markdown(run: RunResult) -> str:
         parts += ["", "Scores are the task's headline metric (the first metric and filter of its lm-eval config; "
                       "named in Quality tasks) ± its standard error, from lm-eval's per-sample records in "
                       "`cells/<id>/quality/<task>/`."]
-    parts += ["", *quality_section(run), *drift_section(run), *throughput_section(run), *timing_section(run),
+    parts += ["", *quality_section(run), *drift_section(run), *numerics_section(run), *throughput_section(run), *timing_section(run),
               *server_section(run),
               *_garbage_section(run), *_differences_section(run)]
     parts += _no_effect_section(run)
@@ -114,11 +115,9 @@ def pareto_section(run: RunResult) -> list[str]:
             flips = f"{d.right_to_wrong} / {d.wrong_to_right}"
             agree = f"{d.agreement.identical}/{d.agreement.total}" if d.agreement else ""
             if d.distribution is not None:
-                if d.distribution.available:
-                    dist_text = f"{d.distribution.mean_kld:.4f} / {d.distribution.p99_kld:.4f}"
-                    same_text = f"{d.distribution.same_top_token:.1%}"
-                else:
-                    dist_text = "unavailable: " + md_text(d.distribution.reason or "", 60)
+                dist_text = kl_text(d.distribution.forward) if d.distribution.forward else \
+                    "unavailable: " + md_text(d.distribution.reason or "", 60)
+                same_text = kl_text(d.distribution.reverse)
         rows.append([
             f"`{cid}`",
             "**yes**" if point and point.on_front else ("no" if point else ""),
@@ -140,9 +139,10 @@ def pareto_section(run: RunResult) -> list[str]:
            "**worse** ones below that, so noise never makes a cell dominate; `drop ≤ x` is the largest one-sided 95% "
            "upper bound of a task's drop. Pooled Δ is the mean of the tasks' Δ (tasks weighted equally), cell minus "
            "reference, with a 90% interval; flips are right→wrong / wrong→right over tasks with single 0/1 samples; "
-           "KLD is over the shared top-5 of the reference's greedy continuations (mean / p99).", "",
+           "KL is per token in nats with a 90% interval, each direction on the sampling side's own tokens "
+           "(Numerics, below).", "",
            markdown_table(["cell", "on front", "output tok/s", "vs reference", "accuracy verdict",
-                           "pooled Δ [90%]", "p", "flips", "probes identical", "KLD mean / p99", "same top token",
+                           "pooled Δ [90%]", "p", "flips", "probes identical", "KL(ref‖cell) [90%]", "KL(cell‖ref) [90%]",
                            "dominated by"], rows), ""]
     if mixed_caveat(run):
         out[2:2] = [mixed_caveat(run), ""]
@@ -213,7 +213,9 @@ def _garbage_section(run: RunResult) -> list[str]:
         return []
     out = ["## Garbage", ""]
     for cell in cells:
-        assert cell.probes is not None
+        if cell.probes is None:  # judged garbage elsewhere than by its probes (records written by other tools)
+            out += [f"### `{cell.id}`", "", md_text(cell.reason or "garbage", 500) + ".", ""]
+            continue
         out += [f"### `{cell.id}`", "", md_text(cell.probes.reason, 500) + ".", ""]
         for sample in cell.probes.offending[:2]:
             fired = ", ".join(f"{f['detector']} ({f['evidence']})" for f in sample.findings)

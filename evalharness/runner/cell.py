@@ -91,9 +91,10 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         state.distribution, tally = distribution.run_phase(
             plan.base_url, plan.served_model_name, state.cell_dir, state.run_dir / "cells" / reference_id,
             state.cell.id == reference_id, matrix.timeouts.request_s, prompts, matrix.distribution.max_tokens,
-            retries=matrix.requests.retries, hung_after=matrix.requests.hung_after)
+            retries=matrix.requests.retries, hung_after=matrix.requests.hung_after, path_kind=engine.logprob_path,
+            root_url=plan.root_url)
         if not alive():
-            raise ServerDied("the server exited while scoring the reference's continuations")
+            raise ServerDied("the server exited during the numerics check (distribution)")
         judge_requests(matrix, state, "distribution", tally, alive)
     if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
         state.phase = "probes"

@@ -185,10 +185,13 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
     looks = {task: quality.looks or default_looks(quality.repeats_for(task, reference=is_reference))
              for task in quality.tasks}
     state.screened = screening(matrix, state, against)
-    if state.screened and all(len(v) == 1 for v in looks.values()):
-        state.screened = None  # one look is all there is: screening cuts nothing
+    # a task that runs once has one look of repeats: screened, its first look is a batch of its documents instead
+    by_documents = {task for task, v in looks.items() if v == [1]} if state.screened else set()
     if state.screened:  # decided from throughput, not from the quality data: a fixed design of its first look
         looks = {task: v[:1] for task, v in looks.items()}
+        if by_documents:
+            state.screened += (f"; a task it runs once answered {quality.screen_documents:.0%} of its documents "
+                               "(quality.screen_documents)")
     planned = {task: looks[task][-1] if state.screened else quality.repeats_for(task, reference=is_reference)
                for task in quality.tasks}
     ref_scores = {t.task: t for t in (against.quality if against else [])}
@@ -228,7 +231,8 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
         limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
         retries=quality.retries, done=state.quality,
         per_task=lambda task: {**quality.settings_for(task),
-                               "data": quality.data[task].model_dump() if task in quality.data else None},
+                               "data": quality.data[task].model_dump() if task in quality.data else None,
+                               **({"fraction": quality.screen_documents} if task in by_documents else {})},
         repeats=lambda task: planned[task], seed=quality.seed, at_look=None if against is None else at_look,
     )
     for score in state.quality:

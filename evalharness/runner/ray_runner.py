@@ -119,8 +119,8 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
     def submit(cell: Cell, attempt: int) -> None:
         demand = demands[cell.id]
         if not ref_files:
-            # the reference's probes and continuations, and its samples: the cells' looks judge against them
-            ref_files.append(ray.put(pack(out_dir / "cells" / reference.id, {"probes.jsonl", "continuations.jsonl"},
+            # the reference's probes and sampled contexts, and its samples: the cells' looks judge against them
+            ref_files.append(ray.put(pack(out_dir / "cells" / reference.id, {"probes.jsonl", "contexts.jsonl"},
                                           {"samples.jsonl"})))
         ref = remote.options(num_cpus=0, num_gpus=demand.get("GPU", 0),
                              resources={k: v for k, v in demand.items() if k != "GPU"} or None,

@@ -29,6 +29,7 @@ from evalharness.render.outputs import render_all
 from evalharness.runner.cell import run_cell
 from evalharness.runner.cellfolders import set_aside_stale
 from evalharness.runner.progress import Progress
+from evalharness.runner.reverse import reverse_pass
 from evalharness.runner.signals import INTERRUPT, Interrupted
 from evalharness.serving.engines import ENGINES, Engine
 from evalharness.serving.host import gpu_memory_used_mib
@@ -223,6 +224,12 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                     estimate = estimate_line(run)
                     if estimate:
                         progress.message(estimate)
+                INTERRUPT.raise_pending()
+            if matrix.distribution.enabled:  # the numerics check's reverse direction (runner/reverse.py)
+                reverse_pass(matrix, engine, reference, run, out_dir, progress)
+                with INTERRUPT.deferred():
+                    refresh_drift(run, out_dir)
+                    save()
                 INTERRUPT.raise_pending()
             run.complete = True
         except _SaveFailed:

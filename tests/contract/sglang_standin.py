@@ -25,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import json
+import math
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -179,7 +181,9 @@ class Server:
 
     async def models(self, request: web.Request) -> web.Response:
         name = self.args.get("--served-model-name")
-        return web.json_response({"object": "list", "data": [{"id": name, "object": "model", "owned_by": "sglang"}]})
+        # sglang/srt/entrypoints/http_server.py: the model card carries max_model_len (the context length)
+        return web.json_response({"object": "list", "data": [{"id": name, "object": "model", "owned_by": "sglang",
+                                                              "max_model_len": 512}]})
 
     # ---- generation: sglang/srt/entrypoints/openai/serving_completions.py and serving_chat.py ----
     async def generate(self, request: web.Request) -> web.StreamResponse:
@@ -249,6 +253,50 @@ class Server:
         finally:
             self.running -= 1
 
+    # ---- native /generate with log-probabilities: sglang/srt/entrypoints/http_server.py generate_request ----
+    async def native_generate(self, request: web.Request) -> web.Response:
+        """A tiny deterministic model (LogitModel) behind SGLang's /generate fields, for the numerics check:
+        input_ids or text; sampling_params max_new_tokens (0: prefill only, scheduler.py: logprob_start_len of a
+        prefill-only request), temperature, sampling_seed; return_logprob, logprob_start_len (-1: output only,
+        managers/scheduler.py), top_logprobs_num; meta_info input_/output_token_logprobs as [logprob, token_id,
+        text] triples, text None without return_text_in_logprobs (managers/tokenizer_manager.py
+        detokenize_logprob_tokens), the first input position None (scheduler_components/
+        logprob_result_processor.py), top-k as lists of triples. With speculative decoding the output logprobs are
+        the target model's of the accepted tokens over the temperature (layers/logprob_processor.py
+        compute_spec_logprobs): the same numbers here. STANDIN_LOGIT_NOISE perturbs the model (a drifted cell)."""
+        body = await request.json()
+        model = LogitModel(float(os.environ.get("STANDIN_LOGIT_NOISE", "0")))
+        ids = [int(t) for t in body.get("input_ids") or []] or [ord(c) % model.vocab for c in body.get("text", "")]
+        params = body.get("sampling_params") or {}
+        new, temperature = int(params.get("max_new_tokens", 16)), float(params.get("temperature", 1.0))
+        rng = random.Random(params.get("sampling_seed"))
+        k = int(body.get("top_logprobs_num") or 0)
+        text_in = bool(body.get("return_text_in_logprobs"))
+        out_ids: list[int] = []
+        out_lp, out_top = [], []
+        for _ in range(new):
+            logprobs = model.logprobs([*ids, *out_ids])
+            probs = [math.exp(lp / temperature) for lp in logprobs] if temperature > 0 else None
+            token = (rng.choices(range(model.vocab), weights=probs)[0] if probs else
+                     max(range(model.vocab), key=logprobs.__getitem__))
+            await self.step(1)
+            out_lp.append(model.triple(logprobs, token, text_in))
+            out_top.append(model.top(logprobs, k, text_in))
+            out_ids.append(token)
+        meta: dict = {"id": "x", "finish_reason": {"type": "length", "length": new}, "prompt_tokens": len(ids),
+                      "completion_tokens": new, "cached_tokens": 0}
+        if body.get("return_logprob"):
+            start = int(body.get("logprob_start_len", -1))
+            start = len(ids) if start == -1 else start
+            ins = [model.logprobs(ids[:i]) if i else None for i in range(start, len(ids))]
+            meta["input_token_logprobs"] = [[None, t, None] if lp is None else model.triple(lp, t, text_in)
+                                            for lp, t in zip(ins, ids[start:])]
+            meta["input_top_logprobs"] = [None if lp is None else model.top(lp, k, text_in) for lp in ins]
+            meta["output_token_logprobs"], meta["output_top_logprobs"] = out_lp, out_top
+        self.finish(new, 0)
+        return web.json_response({"text": "".join(chr(97 + t % 26) for t in out_ids), "output_ids": out_ids,
+                                  "meta_info": meta})
+
     async def step(self, tokens: int) -> None:
         """One decode step; every DECODE_LOG_INTERVAL steps a "Decode batch" line
         (sglang/srt/managers/scheduler_components/metrics_reporter.py: report_decode_stats)."""
@@ -284,6 +332,31 @@ class Server:
         if os.environ.get("STANDIN_TRUTH"):
             with open(os.environ["STANDIN_TRUTH"], "a") as f:
                 f.write(json.dumps({"tokens": tokens, "verifies": verifies, "t": time.time()}) + "\n")
+
+
+class LogitModel:
+    """Next-token log-probabilities over a small vocabulary from the last two tokens (deterministic); `noise`
+    shifts every logit by a fixed pseudo-random amount: the same model served with a numerics fault."""
+
+    vocab = 50
+
+    def __init__(self, noise: float = 0.0):
+        self.noise = noise
+
+    def logprobs(self, context: list[int]) -> list[float]:
+        a, b = (context[-2] if len(context) > 1 else 0), (context[-1] if context else 0)
+        logits = [math.sin(1.3 * t + 0.7 * a + 0.4 * b) * 3.0 + self.noise * math.cos(2.9 * t * (b + 1))
+                  for t in range(self.vocab)]
+        top = max(logits)
+        norm = top + math.log(sum(math.exp(x - top) for x in logits))
+        return [x - norm for x in logits]
+
+    def triple(self, logprobs: list[float], token: int, text: bool) -> list:
+        return [logprobs[token], token, chr(97 + token % 26) if text else None]
+
+    def top(self, logprobs: list[float], k: int, text: bool) -> list[list]:
+        order = sorted(range(self.vocab), key=lambda t: -logprobs[t])[:k]
+        return [self.triple(logprobs, t, text) for t in order]
 
 
 def parse_flags(argv: list[str]) -> dict[str, str | bool]:
@@ -347,6 +420,7 @@ async def main() -> None:
     app.router.add_get("/metrics", server.metrics)
     app.router.add_get("/v1/models", server.models)
     app.router.add_post("/v1/completions", server.generate)
+    app.router.add_post("/generate", server.native_generate)
     app.router.add_post("/v1/chat/completions", server.generate)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

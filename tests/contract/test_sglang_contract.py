@@ -29,7 +29,8 @@ def harness_env(tmp_path: Path) -> dict[str, str]:
 
 
 def run_matrix(tmp_path: Path, axes: str, args: str = "{--max-running-requests: 8}", extra: str = "",
-               throughput: bool = True, extra_env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, dict, Path]:
+               throughput: bool = True, extra_env: dict[str, str] | None = None,
+               distribution: str = "{enabled: false}") -> tuple[subprocess.CompletedProcess, dict, Path]:
     scenarios = ("throughput: {scenarios: [{name: s, concurrency: 2, input_len: 16, output_len: 64, requests: 6, "
                  "warmup_requests: 2}]}") if throughput else ""
     matrix = tmp_path / "m.yaml"
@@ -44,7 +45,7 @@ axes:
 {axes}
 timeouts: {{startup_s: 30, teardown_grace_s: 10, gpu_release_s: 1}}
 {extra if extra.startswith("probes") else "probes: {enabled: false}"}
-distribution: {{enabled: false}}
+distribution: {distribution}
 {scenarios}
 {"" if extra.startswith("probes") else extra}""")
     out = tmp_path / "out"
@@ -196,3 +197,31 @@ def test_an_axis_that_changed_nothing_is_reported(tmp_path):
                      ("deepgemm", ("deepgemm-on.nextn-on", "deepgemm-off.nextn-on"))}
     report = (out / "report.md").read_text()
     assert "## Axes that changed nothing" in report and "**deepgemm** on vs off" in report
+
+
+def test_the_numerics_check_reads_sglangs_generate_logprobs_by_id_in_both_directions(tmp_path):
+    """SGLang's path is /generate with input_ids, return_logprob, logprob_start_len and top_logprobs_num (its
+    completions echo gives text_offset -1 and text keys): the stand-in's small model, served as the reference, as an
+    unchanged cell and with its logits perturbed; the reference served again after the cells scores their samples."""
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"p{i}", "prompt": text}) + "\n" for i, text in
+                               enumerate(["The capital of France is", "Q: What is 2 + 3?\nA:", "x" * 2000,
+                                          "Once upon a time"])))
+    proc, cells, out = run_matrix(tmp_path, "  cell:\n    ref: {}\n    same: {args: {--max-running-requests: 4}}\n"
+                                  "    noisy: {env: {STANDIN_LOGIT_NOISE: 1.5}}", throughput=False,
+                                  distribution=f"{{max_tokens: 12, prompts: {json.dumps(str(prompts))}}}")
+    contexts = [json.loads(line) for line in (out / "cells" / "cell-ref" / "contexts.jsonl").read_text().splitlines()]
+    assert [len(c["token_ids"]) for c in contexts] == [12] * 4 and all(c["error"] is None for c in contexts)
+    assert len(contexts[2]["prompt_ids"]) == 512 - 12 - 2  # the long prompt trimmed to the served max_model_len
+    same, noisy = cells["cell-same"]["drift"]["distribution"], cells["cell-noisy"]["drift"]["distribution"]
+    # the same model: every figure exactly 0, its own samples token for token the reference's (same seeds)
+    assert same["forward"]["estimate"] == 0 and same["reverse"]["estimate"] == 0
+    assert same["reverse"]["own_samples_identical"] == 4 and same["disjoint_topk"] == 0
+    # the perturbed one: both directions well above 0, from its own (different) samples
+    assert noisy["forward"]["estimate"] > 0.1 and noisy["forward"]["ci_low"] > 0
+    assert noisy["reverse"]["estimate"] > 0.1 and noisy["reverse"]["own_samples_identical"] < 4
+    assert noisy["reverse"]["positions"] == 48
+    results = json.loads((out / "results.json").read_text())
+    assert any("the reference was served again" in note for note in results["notes"]), results["notes"]
+    report = (out / "report.md").read_text()
+    assert "## Numerics: per-token KL divergence against the reference" in report

@@ -21,7 +21,8 @@ def gated_run(engine, tmp_path_factory):
     matrix = folder / "matrix.yaml"
     matrix.write_text(matrix_yaml(engine, {"ref": "{args: {--dtype: float32}}", "degraded": DEGRADED}, extra=(
         # every document the baseline scored (232): the gate fails a run that covers fewer (issue 13.3)
-        "quality: {tasks: [eh_capitals, eh_arithmetic, eh_copy, eh_choice]}\n"
+        # every cell every document, even the ones not faster than the reference (not screened): the gate is tested
+        "quality: {tasks: [eh_capitals, eh_arithmetic, eh_copy, eh_choice], full_quality: true}\n"
         "throughput: {scenarios: [{name: single, concurrency: 1, input_len: 64, output_len: 32, requests: 3}]}\n")))
     out = folder / "out"
     proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), timeout=2700)
@@ -39,6 +40,11 @@ def test_drift_is_measured_and_reported(gated_run):
     assert drift["right_to_wrong"] > drift["wrong_to_right"]
     assert drift["distribution"]["available"] and drift["distribution"]["mean_kld"] > 0.05
     assert drift["distribution"]["same_top_token"] < 0.95
+    # the numerics check (issue 26): both directions, on each side's own samples, credibly above 0
+    forward, reverse = drift["distribution"]["forward"], drift["distribution"]["reverse"]
+    assert forward["available"] and forward["ci_low"] > 0.05, forward
+    assert reverse["available"] and reverse["ci_low"] > 0.05 and reverse["own_samples_identical"] < reverse["contexts"]
+    assert "## Numerics: per-token KL divergence" in (gated_run / "report.md").read_text()
     assert drift["agreement"]["total"] == 12
     report = (gated_run / "report.md").read_text()
     assert report.index("## Pareto") < report.index("## Cells")

@@ -166,15 +166,22 @@ def test_a_request_that_goes_silent_is_a_timeout_and_logged_as_a_failed_attempt(
     assert "Timeout" in failure["error"] and not (tmp_path / "requests.jsonl").exists()
 
 
-def test_a_limit_keeps_a_seeded_random_subset_of_each_task_not_its_first_documents(monkeypatch):
-    from evalharness.phases._lmeval_worker import _setup, random_subsets
+def test_a_limit_keeps_a_seeded_random_subset_of_each_task_and_a_screened_share_is_part_of_it(monkeypatch):
+    from evalharness.phases._lmeval_worker import _setup, document_subsets
     from evalharness.phases.quality import SHIPPED_TASKS
 
     monkeypatch.chdir(SHIPPED_TASKS)  # _setup changes into the tasks folder, as the worker process does
     manager = _setup({"include_path": str(SHIPPED_TASKS)})
-    chosen, population = random_subsets(manager, "eh_capitals", 10, seed=1234)
-    again, _ = random_subsets(manager, "eh_capitals", 10, seed=1234)
-    other, _ = random_subsets(manager, "eh_capitals", 10, seed=99)
-    assert population == {"eh_capitals": 52} and len(chosen["eh_capitals"]) == 10
+    chosen, population = document_subsets(manager, "eh_capitals", 20, seed=1234)
+    again, _ = document_subsets(manager, "eh_capitals", 20, seed=1234)
+    other, _ = document_subsets(manager, "eh_capitals", 20, seed=99)
+    assert population == {"eh_capitals": 52} and len(chosen["eh_capitals"]) == 20
     assert chosen == again and chosen != other  # the same documents in every cell; another seed, another sample
-    assert chosen["eh_capitals"] == sorted(chosen["eh_capitals"]) and chosen["eh_capitals"] != list(range(10))
+    assert chosen["eh_capitals"] == sorted(chosen["eh_capitals"]) and chosen["eh_capitals"] != list(range(20))
+    # a screened cell's quarter: 5 of the same 20, so it pairs with the reference's answers to them
+    quarter, _ = document_subsets(manager, "eh_capitals", 20, seed=1234, fraction=0.25)
+    assert len(quarter["eh_capitals"]) == 5 and set(quarter["eh_capitals"]) <= set(chosen["eh_capitals"])
+    whole, _ = document_subsets(manager, "eh_capitals", None, seed=1234, fraction=0.25)
+    assert len(whole["eh_capitals"]) == 13  # a quarter of all 52, rounded up
+    first, _ = document_subsets(manager, "eh_capitals", 20, seed=1234, fraction=0.5, first=True)
+    assert first["eh_capitals"] == list(range(10))

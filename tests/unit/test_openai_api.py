@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evalharness.phases.distribution import continuations, score
+from evalharness.phases.logprobs import CompletionsPath
 from evalharness.phases.openai_api import PLACEHOLDER_KEY, Endpoint
 from evalharness.phases.probes import Probe, ask_all
 from evalharness.phases.retries import RequestFailed
@@ -28,16 +28,22 @@ FAULT_ENGINE = Path(__file__).resolve().parents[1] / "faults" / "fault_engine.py
 CHAT = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "usage": {"prompt_tokens": 3,
         "completion_tokens": 2, "total_tokens": 5}, "choices": [{"index": 0, "message": {"role": "assistant",
         "content": "Paris."}, "finish_reason": "stop", "stop_reason": None}]}
-# what vLLM answers to echo=True, logprobs=2, max_tokens=1 for "Hi there" + continuation " you": the first prompt
-# position has no log-probability (null), and vLLM adds fields openai's types do not declare
+# what vLLM 0.32 answers (seen on the real server) to prompt=[ids], echo=True, logprobs=2, max_tokens=0 with
+# return_tokens_as_token_ids: every token and top-k key is "token_id:N", the first prompt position null, text_offset
+# the offsets of those strings (never read), and vLLM adds fields openai's types do not declare
 ECHO = {"id": "e", "object": "text_completion", "created": 0, "model": "m", "choices": [{
     "index": 0, "text": "Hi there you.", "finish_reason": "length", "stop_reason": None, "prompt_logprobs": None,
-    "logprobs": {"text_offset": [0, 2, 8, 12], "tokens": ["Hi", " there", " you", "."],
+    "logprobs": {"text_offset": [0, 11, 22, 33], "tokens": ["token_id:10", "token_id:11", "token_id:12",
+                                                            "token_id:13"],
                  "token_logprobs": [None, -2.5, -0.75, -1.0],
-                 "top_logprobs": [None, {" there": -2.5, " all": -3}, {" you": -0.75, " me": -1.5},
-                                  {".": -1.0, "!": -1.25}]}}]}
+                 "top_logprobs": [None, {"token_id:11": -2.5, "token_id:20": -3}, {"token_id:12": -0.75,
+                                  "token_id:21": -1.5}, {"token_id:13": -1.0, "token_id:22": -1.25}]}}]}
+# a sampled continuation with logprobs=2 (decode-time log-probabilities of the sampled tokens)
 COMPLETION = {"id": "p", "object": "text_completion", "created": 0, "model": "m",
-              "choices": [{"index": 0, "text": " you", "finish_reason": "length", "logprobs": None}]}
+              "choices": [{"index": 0, "text": " you", "finish_reason": "length", "logprobs": {
+                  "text_offset": [0, 11], "tokens": ["token_id:12", "token_id:13"], "token_logprobs": [-0.5, -1.5],
+                  "top_logprobs": [{"token_id:12": -0.5, "token_id:30": -1.0}, {"token_id:31": -0.25,
+                                                                                "token_id:13": -1.5}]}}]}
 
 
 class FakeEngine:
@@ -191,16 +197,19 @@ def test_probes_send_the_same_request_and_read_the_same_fields(fake):
                             "seed": 0}
 
 
-def test_distribution_scoring_reads_vllms_echoed_logprobs_unchanged(fake):
+def test_the_numerics_check_sends_ids_and_reads_vllms_logprobs_by_id(fake):
     with _endpoint(fake.url) as api:
-        items = continuations(api, "m", [{"id": "a", "prompt": "Hi there"}], max_tokens=3)
-        assert items == [{"id": "a", "prompt": "Hi there", "continuation": " you"}]
-        scored = score(api, "m", {"id": "a", "prompt": "Hi there", "continuation": " you."}, k=2)
-    assert scored.error is None
-    assert scored.tokens == [" you", "."]
-    assert scored.top == [{" you": -0.75, " me": -1.5}, {".": -1.0, "!": -1.25}]
-    assert fake.seen[1]["body"] == {"model": "m", "prompt": "Hi there you.", "max_tokens": 1, "temperature": 0.0,
-                                    "echo": True, "logprobs": 2}
+        path = CompletionsPath(fake.url, "m", 5.0, 2, 3, api=api)
+        sampled = path.sample([10, 11], max_tokens=2, seed=7, k=2)
+        scored = path.echo([10, 11], [12, 13], k=2)
+    assert (sampled.token_ids, sampled.logprobs) == ([12, 13], [-0.5, -1.5])
+    assert sampled.top == [{"12": -0.5, "30": -1.0}, {"31": -0.25, "13": -1.5}]
+    assert (scored.token_ids, scored.logprobs) == ([12, 13], [-0.75, -1.0])  # the continuation's positions only
+    assert scored.top == [{"12": -0.75, "21": -1.5}, {"13": -1.0, "22": -1.25}]
+    assert fake.seen[0]["body"] == {"model": "m", "prompt": [10, 11], "max_tokens": 2, "logprobs": 2,
+                                    "temperature": 1.0, "top_p": 1.0, "seed": 7, "return_tokens_as_token_ids": True}
+    assert fake.seen[1]["body"] == {"model": "m", "prompt": [10, 11, 12, 13], "max_tokens": 0, "echo": True,
+                                    "logprobs": 2, "temperature": 0.0, "return_tokens_as_token_ids": True}
     assert "stream" not in fake.seen[0]["body"]
 
 
@@ -250,8 +259,8 @@ def test_faults_from_the_engine_tests_proxy_reach_the_harness_as_the_same_kinds(
         with _endpoint(url, timeout_s=0.5, hung_after=2) as api:
             assert _chat(api).choices[0].message.content == "Paris."  # 503, reset, then through
             assert api.tally == RequestTally(requests=1, retried=2, kinds={"http_503": 1, "reset": 1})
-            scored = score(api, "m", {"id": "a", "prompt": "Hi there", "continuation": " you."}, k=2)
-            assert scored.error is None and api.tally.kinds["http_500"] == 1  # the completions rule matched
+            scored = CompletionsPath(url, "m", 0.5, 2, 2, api=api).echo([10, 11], [12, 13], k=2)
+            assert scored.logprobs == [-0.75, -1.0] and api.tally.kinds["http_500"] == 1  # the completions rule
             for _ in range(3):  # the stall: two timeouts in a row, then the engine is taken as hung
                 with pytest.raises(RequestFailed):
                     _chat(api)

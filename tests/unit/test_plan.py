@@ -214,6 +214,43 @@ def test_the_quality_phase_stops_a_task_settled_against_the_reference(tmp_path, 
     assert cell("ref", values).finished_repeats() == 8  # the reference never stops early
 
 
+def test_a_screened_cell_that_answers_each_task_once_answers_a_share_of_its_documents(tmp_path, monkeypatch):
+    """Screening a cell whose tasks run once cut nothing when looks were repeats only: its first look is now a
+    batch of documents (quality.screen_documents), sent to the worker as a fraction; a task repeated keeps its first
+    repeat as its first look (full_quality turns screening off: screening()'s own test)."""
+    from types import SimpleNamespace
+
+    from evalharness.matrix.schema import Matrix
+    from evalharness.phases import quality
+    from evalharness.runner import cellphases
+
+    sent = []
+
+    def fake_run_task(task, spec, task_dir, run_dir, alive, retries, timeout_s):
+        sent.append((task, spec.get("fraction"), spec["seed"]))
+        return TaskScore(task=task, version=1.0, metric="acc,none", seed=spec["seed"], value=1.0)
+
+    monkeypatch.setattr(quality, "run_task", fake_run_task)
+    monkeypatch.setattr(cellphases, "screening", lambda matrix, state, against: "not faster than the reference")
+
+    def run(settings):
+        sent.clear()
+        matrix = Matrix.model_validate({"name": "m", "engine": "vllm", "model": "x",
+                                        "quality": {"tasks": ["once", "many"], "task_settings": {"many": {"repeats": 4}},
+                                                    **settings}})
+        state = SimpleNamespace(cell=SimpleNamespace(id="c"), plan=SimpleNamespace(base_url="u", served_model_name="m"),
+                                cell_dir=tmp_path / "c", run_dir=tmp_path, quality=[], throughput=[], screened=None,
+                                status="ok", phase="", enter=lambda *a: None)
+        cellphases.quality_phase(matrix, state, None, lambda: True, "ref", SimpleNamespace(quality=[], throughput=[]))
+        return state
+
+    state = run({})
+    assert sent == [("once", 0.25, 1234), ("many", None, 1234)]  # one repeat of `many`: its first look
+    assert "answered 25% of its documents (quality.screen_documents)" in state.screened
+    run({"screen_documents": 0.5})
+    assert sent[0] == ("once", 0.5, 1234)
+
+
 def test_a_resumed_cell_goes_on_after_its_last_finished_repeat(tmp_path, monkeypatch):
     """run_task keeps what a repeat finished: on resume (same settings; another port) it is not run again."""
     import subprocess

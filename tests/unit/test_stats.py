@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from evalharness.analysis.drift import compare_cells, probe_agreement
+from evalharness.analysis.drift import probe_agreement
+from evalharness.analysis.numerics import topk_figures as compare_cells
 from evalharness.analysis.pareto import ParetoPoint, pareto_front
 from evalharness.analysis.stats import mcnemar_exact, paired_evidence, topk_kl
 from evalharness.records.measures import Scored, percentiles

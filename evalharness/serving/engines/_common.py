@@ -37,6 +37,9 @@ class Engine(Protocol):
     # fields every measured request adds to its body: SGLang's per-request speculative figures
     # (return_spec_tokens_details), the cross-check of its counters
     load_request_extras: dict[str, Any]
+    # how the numerics check asks for log-probabilities by token id (phases/distribution.py): "completions"
+    # (/v1/completions with ids and return_tokens_as_token_ids) or "generate" (SGLang's native /generate)
+    logprob_path: str
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         """The argv, environment and URLs for one cell on one port (pure)."""

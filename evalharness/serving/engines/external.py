@@ -19,6 +19,7 @@ class ExternalEngine:
     log_rules = LogRules()
     terminate = "group"  # never used: nothing is launched
     load_request_extras: dict = {}
+    logprob_path = "completions"  # an OpenAI-compatible server; one that gives no ids is reported unavailable
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         base = (matrix.base_url or "").rstrip("/")

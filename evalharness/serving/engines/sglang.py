@@ -68,6 +68,8 @@ class SglangEngine:
     # sglang/srt/entrypoints/openai/protocol.py (return_spec_tokens_details, SpecTokensDetails): each response ends
     # with an `sglext.spec_tokens_details` event carrying the request's own spec_verify_ct
     load_request_extras = {"return_spec_tokens_details": True}
+    # its /v1/completions echo gives text tokens and text_offset -1 (srt/entrypoints/openai/utils.py); /generate ids
+    logprob_path = "generate"
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         plan = server_plan(matrix, cell, port, default_command=DEFAULT_COMMAND, model_flag="--model-path",

@@ -57,6 +57,7 @@ class VllmEngine:
     log_rules = LOG_RULES
     terminate = "group"  # every vLLM process handles SIGTERM (the real-engine tests tear its tree down this way)
     load_request_extras: dict = {}
+    logprob_path = "completions"  # ids in, "token_id:N" out (return_tokens_as_token_ids), checked on 0.32.0
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         # Keep vLLM's compile caches inside the run folder unless the matrix says otherwise, and never phone home.

@@ -1,0 +1,177 @@
+"""The numerics check (issue 26): how far a cell's next-token distributions are from the reference's, per token, in
+both directions, from the saved distribution files. Pure functions over records (records/measures.py `Scored`);
+imports no phase, runner or render code.
+
+The figure: for tokens x that one side (`from`) sampled at temperature 1, the mean over positions of
+log p_from(x) - log p_to(x) is an unbiased estimate of the per-token KL(from || to) averaged over the contexts that
+side produces (E_{x~p}[log p(x)/q(x)] = KL(p || q) at every position). It needs only each side's log-probability of
+the token that is there, never a top-k list, so it cannot be hidden by top-k: two disjoint top-5 sets, or a
+reference token of probability 0.8 dropping out of the cell's top-5, show at their full size. Positions are keyed
+by token id (the same ids are sent to both sides), so tokens that decode alike never collide.
+
+- forward, KL(ref || cell): the reference's own samples (its contexts), each side scoring them by echo (prefill);
+- reverse, KL(cell || ref): the cell's own samples with their decode-time log-probabilities (which is where decode
+  kernels, CUDA graphs, speculative decoding and the sampler act), the reference scoring them by echo. With a
+  speculative cell the log-probabilities are the target model's of the tokens it accepted.
+
+The interval: a bootstrap over contexts (scipy.stats.bootstrap, BCa, paired sums and counts, the statistic the
+ratio of their totals), because positions within one context are correlated and contexts are the independent unit.
+It covers the mean per-token KL over contexts drawn like these prompts' continuations, at the stated level; it is
+not a bound on any single position. An estimate a little below 0 (when nothing differs beyond float noise) is
+reported as it is: clipping at 0 would bias it.
+
+The coarse figures beside it (`topk_figures`): KL over the shared top-k plus a rest bucket (a lower bound, see
+analysis/stats.py `topk_kl`), the share of positions with the same top token, and the share whose top-k sets are
+disjoint (a position where the coarse figure is blind by construction).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Sequence
+
+import numpy as np
+from scipy.stats import bootstrap
+
+from evalharness.analysis.stats import topk_kl
+from evalharness.records.drift import DistributionDrift, KLEstimate
+from evalharness.records.measures import Scored, percentiles
+
+CONFIDENCE = 0.9  # two-sided, as every other interval of the report
+RESAMPLES = 2000
+
+
+def kl_estimate(per_context: Sequence[Sequence[float]], confidence: float = CONFIDENCE,
+                resamples: int = RESAMPLES, seed: int = 0) -> KLEstimate:
+    """The mean log-ratio over every position of every context, with a bootstrap interval over contexts."""
+    rows = [np.asarray(r, dtype=float) for r in per_context if len(r)]
+    if not rows:
+        return KLEstimate(available=False, reason="no positions could be paired", confidence=confidence)
+    sums = np.array([r.sum() for r in rows])
+    counts = np.array([float(len(r)) for r in rows])
+    estimate = float(sums.sum() / counts.sum())
+    out = KLEstimate(available=True, estimate=estimate + 0.0, confidence=confidence, positions=int(counts.sum()),
+                     contexts=len(rows))
+    ratios = sums / counts
+    if len(rows) < 2:
+        return out  # one context: no interval over contexts
+    if np.ptp(ratios) == 0:
+        out.ci_low = out.ci_high = estimate  # every context the same (identical engines): no spread to resample
+        return out
+
+    def ratio(s: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        return s.sum(axis=axis) / c.sum(axis=axis)
+
+    low = high = math.nan
+    for method in ("BCa", "percentile"):  # BCa can be undefined (its jackknife degenerate): then the percentile one
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = bootstrap((sums, counts), ratio, paired=True, vectorized=True, confidence_level=confidence,
+                            n_resamples=resamples, method=method, rng=np.random.default_rng(seed))
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            break
+    out.ci_low, out.ci_high = low, high
+    return out
+
+
+def log_ratios(numerator: Scored, denominator: Scored) -> list[float] | str:
+    """Per position, log p(x) on `numerator`'s side minus on `denominator`'s, for the same tokens by id; a reason
+    (str) when the two cannot be paired."""
+    if numerator.error or denominator.error:
+        return numerator.error or denominator.error or ""
+    if not numerator.token_ids or not denominator.token_ids:
+        return "scored without token ids (a record from before issue 26)"
+    if numerator.token_ids != denominator.token_ids:
+        return "the two sides scored different tokens"
+    pairs = list(zip(numerator.logprobs, denominator.logprobs))
+    if len(pairs) != len(numerator.token_ids) or any(a is None or b is None for a, b in pairs):
+        return "a side gave no log-probability for some token"
+    return [float(a) - float(b) for a, b in pairs]
+
+
+def direction(numerators: Sequence[Scored], denominators: Sequence[Scored],
+              confidence: float = CONFIDENCE) -> KLEstimate:
+    """One direction's estimate over the contexts both sides have (paired by id); `numerators` are the sampling
+    side's scores of its own samples."""
+    by_id = {s.id: s for s in denominators}
+    rows: list[list[float]] = []
+    reasons: list[str] = []
+    for num in numerators:
+        den = by_id.get(num.id)
+        if den is None:
+            continue
+        found = log_ratios(num, den)
+        (reasons.append(found) if isinstance(found, str) else rows.append(found))
+    if not rows:
+        reason = reasons[0] if reasons else "no context was scored on both sides"
+        return KLEstimate(available=False, reason=reason, confidence=confidence)
+    return kl_estimate(rows, confidence)
+
+
+def topk_figures(reference: Sequence[Scored], cell: Sequence[Scored]) -> DistributionDrift:
+    """The coarse top-k figures over the positions both sides scored with the same tokens (by id where the records
+    have ids, else by text as before issue 26): KL over the shared top-k (a lower bound), same top token, and the
+    share of positions whose top-k sets are disjoint (only where keys are ids: text keys can collide)."""
+    by_id = {s.id: s for s in cell}
+    errors = [s.error for s in [*reference, *cell] if s.error]
+    klds: list[float] = []
+    same = disjoint = 0
+    keyed_by_id = True
+    for ref in reference:
+        other = by_id.get(ref.id)
+        if ref.error or other is None or other.error:
+            continue
+        if (ref.token_ids or other.token_ids) and ref.token_ids != other.token_ids:
+            continue
+        if not ref.token_ids and ref.tokens != other.tokens:
+            continue  # the same text must tokenize the same way on both sides to pair positions
+        keyed_by_id &= bool(ref.token_ids)
+        for p, q in zip(ref.top, other.top):
+            if not p or not q:
+                continue
+            klds.append(topk_kl(p, q))
+            same += max(p, key=p.get) == max(q, key=q.get)
+            disjoint += not set(p) & set(q)
+    if not klds:
+        return DistributionDrift(available=False, reason=errors[0] if errors else "no positions could be paired")
+    return DistributionDrift(available=True, positions=len(klds), mean_kld=sum(klds) / len(klds),
+                             p99_kld=percentiles(klds).p99, max_kld=max(klds), same_top_token=same / len(klds),
+                             disjoint_topk=disjoint / len(klds) if keyed_by_id else None)
+
+
+def identical_samples(cell_samples: Sequence[Scored], reference_samples: Sequence[Scored]) -> int | None:
+    """How many of the cell's own samples are token for token the reference's at the same context and seed (None
+    when the reference's samples are not there to compare): evidence that the reverse figure is the cell's own."""
+    ref = {s.id: s for s in reference_samples if not s.error and s.token_ids}
+    pairs = [(s, ref[s.id]) for s in cell_samples if not s.error and s.id in ref]
+    if not pairs:
+        return None
+    return sum(1 for s, r in pairs if s.token_ids == r.token_ids and s.prompt_ids == r.prompt_ids)
+
+
+def compare_distributions(reference_echo: Sequence[Scored], cell_echo: Sequence[Scored],
+                          cell_samples: Sequence[Scored] = (), reverse_scored: Sequence[Scored] = (),
+                          reference_samples: Sequence[Scored] = ()) -> DistributionDrift:
+    """Every figure of one cell against the reference: the coarse top-k ones and both unbiased directions.
+    `reference_echo`/`cell_echo`: each side's echo of the reference's contexts (distribution.jsonl);
+    `cell_samples`: the cell's own samples (own_samples.jsonl); `reverse_scored`: the reference's echo of them;
+    `reference_samples`: the reference's contexts as sampled (for `own_samples_identical`)."""
+    out = topk_figures(reference_echo, cell_echo)
+    out.forward = direction(reference_echo, cell_echo)
+    own_errors = [s.error for s in cell_samples if s.error]
+    if not cell_samples:
+        out.reverse = KLEstimate(available=False, reason="the cell has no own samples (a run from before issue 26)")
+    elif len(own_errors) == len(cell_samples):
+        out.reverse = KLEstimate(available=False, reason=own_errors[0])
+    elif not reverse_scored:
+        out.reverse = KLEstimate(available=False, reason="the reference has not scored this cell's own samples "
+                                 "(the run's last step on this machine, which `run --resume` finishes; "
+                                 "not yet on a Ray cluster)")
+    else:
+        out.reverse = direction(cell_samples, reverse_scored)
+        out.reverse.own_samples_identical = identical_samples(cell_samples, reference_samples)
+    if not out.available and out.forward.available:
+        out.available, out.reason = True, None
+    return out

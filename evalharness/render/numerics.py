@@ -1,0 +1,61 @@
+"""The report's numerics section (issue 26): per cell both directions of the per-token KL divergence against the
+reference with their intervals, whether the reverse figure came from the cell's own tokens, and the coarse top-k
+figures as secondary columns. Pure; reads records only (records/drift.py)."""
+
+from __future__ import annotations
+
+from evalharness.records.drift import KLEstimate
+from evalharness.records.run import RunResult
+from evalharness.render.markdown import markdown_table, md_text
+
+
+def kl_text(est: KLEstimate | None) -> str:
+    """'0.0123 [0.0101, 0.0150]', or 'unavailable: why'."""
+    if est is None:
+        return ""
+    if not est.available or est.estimate is None:
+        return "unavailable: " + md_text(est.reason or "", 80)
+    if est.ci_low is None or est.ci_high is None:
+        return f"{_num(est.estimate)} (one context: no interval)"
+    return f"{_num(est.estimate)} [{_num(est.ci_low)}, {_num(est.ci_high)}]"
+
+
+def _num(value: float) -> str:
+    """Four decimals, or two significant digits below 0.001 (float-noise figures of an exact cell stay readable)."""
+    return f"{value:.4f}" if value == 0 or abs(value) >= 1e-3 else f"{value:.1e}"
+
+
+def _own(est: KLEstimate | None) -> str:
+    if est is None or not est.available or est.own_samples_identical is None:
+        return ""
+    return f"{est.contexts - est.own_samples_identical}/{est.contexts} differ"
+
+
+def numerics_section(run: RunResult) -> list[str]:
+    rows = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        dist = cell.drift.distribution if cell is not None and cell.drift is not None else None
+        if dist is None:
+            continue
+        coarse = f"{dist.mean_kld:.4f} / {dist.p99_kld:.4f}" if dist.mean_kld is not None else ""
+        rows.append([f"`{cid}`" + (" (garbage)" if cell.status == "garbage" else ""),
+                     kl_text(dist.forward) if dist.forward else "unavailable: " + md_text(dist.reason or "", 80),
+                     kl_text(dist.reverse), _own(dist.reverse),
+                     "" if dist.disjoint_topk is None else f"{dist.disjoint_topk:.1%}",
+                     "" if dist.same_top_token is None else f"{dist.same_top_token:.1%}", coarse])
+    if not rows:
+        return []
+    return ["## Numerics: per-token KL divergence against the reference", "",
+            "Nats per token, with a 90% bootstrap interval over contexts (analysis/numerics.py). **KL(ref‖cell)**: "
+            "on the reference's own samples at temperature 1 (task-like prompts, some long), both sides scoring the "
+            "same token ids by echo (prefill). **KL(cell‖ref)**: on the cell's own samples with its decode-time "
+            "log-probabilities (decode kernels, CUDA graphs, speculative decoding, the sampler), the reference "
+            "scoring them by echo; *own samples* says how many of them differ from the reference's at the same "
+            "seed. Each is the mean of log p(x) − log q(x) over the sampled tokens x, an unbiased estimate that "
+            "no top-k list can hide (it can come out slightly below 0 when nothing differs). The last three columns "
+            "are the coarse top-5 figures: the share of positions whose top-5 sets are disjoint, the share with "
+            "the same top token, and KL over the shared top-5 plus a rest bucket (mean / p99), a **lower bound** "
+            "that two disjoint top-5 sets drive to 0.", "",
+            markdown_table(["cell", "KL(ref‖cell) [90%]", "KL(cell‖ref) [90%]", "own samples", "disjoint top-5",
+                            "same top token", "top-5 KL, lower bound (mean / p99)"], rows), ""]
