@@ -137,3 +137,24 @@ def test_decode_batch_lines_summarised():
 
 def test_generic_rules_still_apply_to_other_engines():
     assert classify_crash("ImportError: x\n", LogRules()).kind == "import_error"
+
+
+CAPTURED_CRASH = DATA / "sglang-0.5.23-cpu-flashinfer-missing.log"
+CAPTURED_SERVE = DATA / "sglang-0.5.23-cpu-serve.log"
+
+
+def test_a_captured_real_crash_is_classified_from_its_fatal_line():
+    """Captured from the real SGLang 0.5.23 on this project's CPU (tests/integration/test_sglang_real.py):
+    `--attention-backend flashinfer` in an environment without flashinfer_python."""
+    reason = classify_crash(CAPTURED_CRASH.read_text(), LOG_RULES)
+    assert reason.kind == "unsupported_kernel"
+    assert reason.line.startswith("Exception: flashinfer_python with minimum required version 0.7.2 is not installed")
+
+
+def test_the_captured_real_serve_log_has_no_tp_tag_at_tp_1_and_reads_cleanly():
+    """0.5.23 adds " TPn" to a scheduler's log prefix only when tp_size > 1 (sglang/srt/managers/scheduler.py)."""
+    text = CAPTURED_SERVE.read_text()
+    assert "The server is fired up and ready to roll!" in text and " TP0]" not in text
+    prefill = next(line for line in text.splitlines() if "Prefill batch" in line)
+    assert strip_prefix(prefill).startswith("Prefill batch, #new-seq: ")
+    assert "cpu graph: False" in prefill  # Decode/Prefill lines name the graph "cpu graph" on this build

@@ -7,7 +7,7 @@ pinned wheel does not ship; the texts are FlashInfer's own); "story" is a line t
 build printed (../shared/seed), kept so that logs of that build still classify.
 
 0.5.23 logs `[2026-03-07 15:22:11 TP0] message` (sglang/srt/utils/common.py: configure_logger; the " TPn" / " DPn"
-prefix from sglang/srt/managers/scheduler.py) with no level: warnings are known by their text, not a WARNING tag.
+prefix from sglang/srt/managers/scheduler.py, " TPn" only when tp_size > 1: a TP 1 server logs `[time] message`) with no level: warnings are known by their text, not a WARNING tag.
 The story's build printed `[time] WARNING model_config.py:1012: message`; both forms are stripped by logscan.
 """
 
