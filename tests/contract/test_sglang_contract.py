@@ -149,6 +149,9 @@ def test_sglang_0_5_23_crash_texts_classify(tmp_path):
     assert kinds == {"crash-flashinfer": ("crashed", "unsupported_kernel"),
                      "crash-oom_kill": ("crashed", "out_of_memory"), "crash-port": ("crashed", "port_in_use")}
     assert "exit code: -9" in cells["crash-oom_kill"]["crash"]["line"]
+    # a scheduler crash ends with the launcher SIGKILLed by its own cleanup (0.5.23, seen on the real server)
+    assert "(exit code -9 after" in cells["crash-flashinfer"]["reason"]
+    assert "(exit code -9 after" in cells["crash-oom_kill"]["reason"]
 
 
 def test_memory_still_held_refuses_the_next_cell_instead_of_a_false_out_of_memory(tmp_path):
@@ -225,3 +228,63 @@ def test_the_numerics_check_reads_sglangs_generate_logprobs_by_id_in_both_direct
     assert any("the reference was served again" in note for note in results["notes"]), results["notes"]
     report = (out / "report.md").read_text()
     assert "## Numerics: per-token KL divergence against the reference" in report
+
+
+def _standin(tmp_path, port, env=None):
+    return ServerProcess([sys.executable, str(STANDIN), "--model-path", "m", "--host", "127.0.0.1", "--port",
+                          str(port), "--served-model-name", "standin"], env or {}, tmp_path / "server.log",
+                         f"http://127.0.0.1:{port}/health_generate")
+
+
+def test_the_standin_keeps_0_5_23s_tree_log_prefix_flush_status_and_chat_chunks(tmp_path):
+    """The differences the real 0.5.23 showed (issue 27): launcher, scheduler and detokenizer in one group; no " TP0"
+    at TP 1; 400 (not 422) for a negative flush timeout; a role-only first chat chunk and a separate finish chunk,
+    neither carrying usage under continuous_usage_stats."""
+    import httpx
+    import psutil
+
+    port = free_port()
+    server = _standin(tmp_path, port)
+    server.start()
+    try:
+        assert server.wait_ready(timeout_s=30).outcome == "ready"
+        children = psutil.Process(server.pid).children(recursive=True)
+        roles = sorted(" ".join(p.cmdline()[2:3]) for p in children)
+        assert roles == ["--detokenizer", "--scheduler"]
+        assert all(os.getpgid(p.pid) == server.pid for p in children)
+        root = f"http://127.0.0.1:{port}"
+        assert httpx.post(f"{root}/flush_cache", params={"timeout": -1}).status_code == 400
+        with httpx.stream("POST", f"{root}/v1/chat/completions", json={
+                "model": "standin", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": True,
+                "stream_options": {"include_usage": True, "continuous_usage_stats": True}}) as response:
+            lines = list(response.iter_lines())
+            chunks = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+        assert chunks, (response.status_code, lines)
+        with_choices = [c for c in chunks if c["choices"]]  # the usage chunk (include_usage) has choices []
+        first, finish = with_choices[0], with_choices[-1]
+        assert first["choices"][0]["delta"] == {"role": "assistant", "content": ""} and "usage" not in first
+        assert finish["choices"][0]["delta"] == {} and finish["choices"][0]["finish_reason"] == "length"
+        assert "usage" not in finish
+        assert all(c["choices"][0]["finish_reason"] is None for c in with_choices[:-1])
+    finally:
+        assert server.stop(grace_s=10, terminate="launcher").leftover == []
+    log = (tmp_path / "server.log").read_text()
+    assert " TP0]" not in log and "Cache flushed" not in log
+
+
+def test_sigterm_while_loading_kills_the_standin_launcher_outright(tmp_path):
+    """0.5.23 installs its graceful SIGTERM handler at the first request (the warm-up before "fired up"): a SIGTERM
+    while the weights load kills the launcher with no drain, and its children die with it."""
+    import signal
+    import time
+
+    port = free_port()
+    server = _standin(tmp_path, port, {"STANDIN_LOAD_FACTOR": "100"})  # 30 s of loading
+    server.start()
+    time.sleep(2)
+    assert server.poll() is None
+    os.kill(server.pid, signal.SIGTERM)
+    server.popen.wait(timeout=10)
+    assert server.poll() == -signal.SIGTERM
+    assert server.stop(grace_s=5, terminate="launcher").leftover == []
+    assert "Draining requests" not in (tmp_path / "server.log").read_text()
