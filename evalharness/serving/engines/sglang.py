@@ -4,9 +4,13 @@ and speculative acceptance from /metrics. Log knowledge lives in sglang_logs.py,
 Every behaviour below is SGLang 0.5.23's as read in its wheel (requirements/sglang-parser.txt pins it):
 - readiness is /health_generate: 503 while starting, then 200 once one token was generated
   (sglang/srt/entrypoints/http_server.py: health_generate);
-- teardown SIGTERMs the launcher only: it drains, sends ShutdownReq to the schedulers and gives them 15 s to release
-  GPU memory in userspace (sglang/srt/managers/tokenizer_manager.py: sigterm_watchdog, _SCHEDULER_EXIT_TIMEOUT_SECS);
-  the schedulers have no SIGTERM handler, so a group SIGTERM kills them before they release. SGLang's own tests do
+- teardown SIGTERMs the launcher only: it drains, sends ShutdownReq to the schedulers and gives them 15 s to exit
+  (sglang/srt/managers/tokenizer_manager.py: sigterm_watchdog, _SCHEDULER_EXIT_TIMEOUT_SECS); a scheduler that exits
+  gracefully releases its host resources (pinned host buffers: managers/scheduler.py run_scheduler_process,
+  release_host_resources), and the driver frees its GPU memory when the process ends. The schedulers have no SIGTERM
+  handler, so a group SIGTERM kills them mid-work. The launcher's graceful handler exists only from the first request
+  (tokenizer_manager.py: auto_create_handle_loop; SGLang's own warm-up before "fired up" is one): a SIGTERM while
+  loading kills the launcher outright. SGLang's own tests do
   the same (sglang/test/test_utils.py: terminate_and_kill_process_tree);
 - /server_info = the resolved server args + launch_command + scheduler info + startup_time + internal_states
   (sglang/srt/entrypoints/http_server.py: server_info; sglang/srt/utils/common.py: build_server_info);
