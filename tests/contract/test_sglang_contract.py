@@ -288,3 +288,67 @@ def test_sigterm_while_loading_kills_the_standin_launcher_outright(tmp_path):
     assert server.poll() == -signal.SIGTERM
     assert server.stop(grace_s=5, terminate="launcher").leftover == []
     assert "Draining requests" not in (tmp_path / "server.log").read_text()
+
+
+PORT_TAKER = """
+import socket, sys, threading, time
+import evalharness.runner.cell as cell
+from evalharness.cli import main
+
+chosen, holders = [], []
+real_free_port = cell.free_port
+
+
+def free_port(host):
+    port = real_free_port(host)
+    chosen.append(port)
+    if len(chosen) == 1:  # another process takes the first cell's port while the engine is still loading
+        def take():
+            time.sleep(0.5)
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(8)
+            holders.append(sock)
+        threading.Thread(target=take, daemon=True).start()
+    return port
+
+
+cell.free_port = free_port
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_port_taken_during_startup_relaunches_the_cell_on_another_port_and_measures_it(tmp_path):
+    """The port is chosen free before launch, SGLang binds it only once loaded: here a listener takes it 0.5 s into a
+    3 s load, the stand-in fails to bind ([Errno 98]), and the cell is relaunched on a new port, measured, counted
+    and shown, instead of lost."""
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(f"""\
+name: contract
+engine: sglang
+model: stand-in/qwen3
+served_model_name: standin
+command: [{json.dumps(sys.executable)}, {json.dumps(str(STANDIN))}]
+env: {{STANDIN_LOAD_FACTOR: "10"}}
+axes:
+  c:
+    a: {{}}
+timeouts: {{startup_s: 30, teardown_grace_s: 10, gpu_release_s: 1}}
+probes: {{enabled: false}}
+distribution: {{enabled: false}}
+throughput: {{scenarios: [{{name: s, concurrency: 2, input_len: 16, output_len: 16, requests: 2}}]}}
+""")
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", PORT_TAKER, "run", "--matrix", str(matrix), "--out", str(out)],
+                          env=harness_env(tmp_path), capture_output=True, text=True, timeout=110, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cell = json.loads((out / "results.json").read_text())["cells"]["c-a"]
+    assert cell["status"] == "ok", cell["reason"]
+    assert cell["throughput"][0]["completed"] == 2
+    [note] = cell["port_relaunches"]
+    assert "taken by another process" in note and "address already in use" in note.lower()
+    lost = (out / "cells" / "c-a" / "server.port-lost-1.log").read_text()
+    assert "Errno 98" in lost
+    report = (out / "report.md").read_text()
+    assert "1 port lost, relaunched" in report and "Ports lost during startup" in report
