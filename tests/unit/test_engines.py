@@ -172,3 +172,23 @@ def test_versions_read_sgl_deep_gemm_the_distribution_0_5_23_depends_on(tmp_path
     proc = subprocess.run([sys.executable, "-c", VERSIONS_SCRIPT], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert json.loads(proc.stdout.strip().splitlines()[-1])["deep_gemm"] == "0.2.3.post2"
+
+
+def test_the_parser_check_runs_under_the_matrixs_environment(tmp_path):
+    """An engine that imports only with the matrix's env (here its PYTHONPATH holds the package) is checked, not
+    reported as 'cannot import sglang's parser'."""
+    import sys
+
+    from evalharness.matrix.expand import expand
+    from evalharness.serving.engines.sglang_check import check_cells
+
+    package = tmp_path / "site" / "sglang"
+    (package / "srt").mkdir(parents=True)
+    (package / "__init__.py").write_text('__version__ = "0.5.23"\n')
+    (package / "srt" / "__init__.py").write_text("")
+    (package / "srt" / "server_args.py").write_text("def prepare_server_args(argv):\n    return argv\n")
+    matrix = Matrix(name="t", engine="sglang", model="/m", env={"PYTHONPATH": str(tmp_path / "site")},
+                    axes={"a": {"x": {}}})
+    cells = expand(matrix)
+    check = check_cells(matrix, cells, sys.executable)
+    assert check.checked and check.version == "0.5.23" and not check.failed, check

@@ -137,8 +137,12 @@ def check_cells(matrix: Matrix, cells: list[Cell], python: str | None, timeout_s
                            "set EVALHARNESS_SGLANG_PYTHON; flags were checked for shape only")
     request = {"cells": [{"id": c.id, "argv": parser_argv(matrix, c)} for c in cells]}
     try:
+        # under the matrix's own environment, as its servers run: a PYTHONPATH there can be what makes the engine
+        # importable (an environment whose torchvision needs a fix before it imports did: "operator torchvision::nms
+        # does not exist" without it)
         proc = subprocess.run([python, "-c", CHECK_SCRIPT], input=json.dumps(request), capture_output=True,
-                              text=True, timeout=timeout_s, check=False)
+                              text=True, timeout=timeout_s, check=False,
+                              env={**os.environ, **{k: str(v) for k, v in matrix.env.items()}})
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SglangCheck(python=python, checked=False, reason=f"cannot run {python}: {exc}")
     try:
