@@ -1,7 +1,8 @@
 """Contract tests of the harness's SGLang paths, through the stand-in SGLang 0.5.23 (sglang_standin.py: every behaviour
 cites the SGLang file it copies) and a fake nvidia-smi (bin/). The harness runs for real: `python -m evalharness run`
-on a matrix whose engine is sglang and whose command is the stand-in. SGLang itself cannot run here (GPU or AVX-512);
-these tests check our side of the contract and never replace the real-engine tests on vLLM."""
+on a matrix whose engine is sglang and whose command is the stand-in. The real SGLang runs on this CPU too
+(tests/integration/test_sglang_real.py); the stand-in covers what the CPU build cannot show (GPU memory, TP 8, SM120
+kernels, NEXTN) and never replaces the real-engine tests."""
 
 from __future__ import annotations
 
