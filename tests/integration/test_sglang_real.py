@@ -119,6 +119,22 @@ def test_quality_generation_task_through_sglang(served, tmp_path):
         assert client.get(plan.root_url + "/tokenizer_info").status_code == 404  # why remote cannot work
 
 
+def test_distribution_figures_exist_on_the_real_server(served, tmp_path):
+    """The numerics check's path on SGLang (native /generate by token ids: SGLang's completions echo gives
+    text_offset -1 for every token, so offsets cannot place a continuation): two contexts, 8 tokens, both scored."""
+    from evalharness.phases import distribution
+
+    plan = served["plan"]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"id": "d01", "prompt": "The capital of France is Paris. The capital of Germany is"}\n'
+                       '{"id": "d02", "prompt": "Once upon a time, in a small village by the sea, there lived"}\n')
+    summary, tally = distribution.run_phase(plan.base_url, plan.served_model_name, tmp_path, tmp_path, True, 300,
+                                            prompts_path=prompts, max_tokens=8, path_kind=ENGINE.logprob_path,
+                                            root_url=plan.root_url)
+    assert summary["path"] == "generate" and summary["contexts"] == 2, summary
+    assert summary["scored"] == 2 and summary["positions"] == 16 and not summary["error"], summary
+
+
 def test_a_real_startup_crash_is_classified_from_its_log(tmp_path):
     require_sglang()
     _, _, server = _launch(tmp_path, "{args: {--attention-backend: flashinfer}}", "flashinfer")
