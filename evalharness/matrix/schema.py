@@ -210,6 +210,12 @@ class Matrix(_Strict):
                 raise ValueError("engine 'external' launches nothing: command, args and axis args/env do not apply")
         elif self.base_url:
             raise ValueError(f"base_url: only engine 'external' takes a base_url; engine {self.engine!r} is launched")
+        if (self.engine == "sglang" and self.quality and self.quality.api == "completions"
+                and self.quality.tokenizer == "remote"):
+            # lm-eval's RemoteTokenizer GETs /tokenizer_info first; SGLang 0.5.23 has no such endpoint (404), so
+            # every task would fail after its retries (sglang/srt/entrypoints/http_server.py has /tokenize only)
+            raise ValueError("quality.tokenizer: SGLang has no /tokenizer_info endpoint, which the remote tokenizer "
+                             "needs; set `tokenizer: none` (generation tasks only) or `api: chat`")
         for i, rule in enumerate(self.exclude):
             for axis, names in rule.items():
                 if axis not in self.axes:

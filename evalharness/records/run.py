@@ -46,6 +46,8 @@ class CellResult(BaseModel):
     crash: CrashReason | None = None
     warnings: list[LogWarning] = []
     startup_s: float | None = None
+    port_relaunches: list[str] = Field(default_factory=list, description="launches lost because another process "
+                                       "took the cell's port during startup, each relaunched on a new port")
     resolved: dict[str, Any] = {}
     server: dict[str, Any] = Field(default_factory=dict, description="what the engine says about itself once ready: "
                                    "memory_gb, token_capacity, max_running_requests, startup_s, versions")

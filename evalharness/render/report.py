@@ -59,7 +59,8 @@ def render_markdown(run: RunResult) -> str:
             name,
             f"**{cell.status}**" if cell.status != "ok" else "ok",
             md_text(cell.phase),
-            _seconds(cell.startup_s),
+            _seconds(cell.startup_s) + (f" ({len(cell.port_relaunches)} port lost, relaunched)"
+                                        if cell.port_relaunches else ""),
             f"{cell.probes.flagged}/{cell.probes.total}" if cell.probes else "",
             *(_score(scores.get(task)) for task in tasks),
             md_text(cell.reason or ""),
@@ -67,6 +68,12 @@ def render_markdown(run: RunResult) -> str:
         ])
     header = ["cell", "status", "phase", "startup s", "garbage probes", *(md_text(t) for t in tasks), "reason", "warnings"]
     parts.append(markdown_table(header, rows))
+    relaunched = [(cid, note) for cid in run.cell_order if run.cells.get(cid)
+                  for note in run.cells[cid].port_relaunches]
+    if relaunched:
+        parts += ["", "Ports lost during startup (another process took the port before the engine bound it; the "
+                      "cell was relaunched on a new port and measured there):", ""]
+        parts += [f"- `{cid}`: {md_text(note, 400)}" for cid, note in relaunched]
     if tasks:
         parts += ["", "Scores are the task's headline metric (the first metric and filter of its lm-eval config; "
                       "named in Quality tasks) ± its standard error, from lm-eval's per-sample records in "

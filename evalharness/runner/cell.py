@@ -9,6 +9,7 @@ interrupt tears the server down first and is then raised to the run loop (run.py
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -49,18 +50,23 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
                 state.status = "error"
                 state.reason = f"port {matrix.port} on {matrix.host} is not free ({holder}); nothing was launched"
                 return None
-        server = ServerProcess(plan.argv, plan.env, state.log_path, plan.root_url + plan.health_path,
-                               pid_file=state.cell_dir / "server.pid")
-        state.server = server
         state.enter("startup")  # the launch counts as startup
-        try:
-            server.start()
-        except LaunchError as exc:
-            state.status, state.reason = "crashed", str(exc)
-            return None
         progress.phase("startup")
         state.phase = "startup"
-        readiness = server.wait_ready(matrix.timeouts.startup_s)
+        while True:
+            server = ServerProcess(plan.argv, plan.env, state.log_path, plan.root_url + plan.health_path,
+                                   pid_file=state.cell_dir / "server.pid")
+            state.server = server
+            try:
+                server.start()
+            except LaunchError as exc:
+                state.status, state.reason = "crashed", str(exc)
+                return None
+            readiness = server.wait_ready(matrix.timeouts.startup_s)
+            relaunch = _relaunch_if_port_lost(matrix, engine, state, server, readiness)
+            if relaunch is None:
+                break
+            plan = relaunch
         if readiness.outcome == "exited":
             crash = classify_crash(read_log(state.log_path), engine.log_rules)
             state.status, state.crash = "crashed", crash
@@ -69,6 +75,9 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         if readiness.outcome == "timeout":
             state.status = "timeout"
             state.reason = f"not ready after {readiness.seconds:.0f}s (startup timeout {matrix.timeouts.startup_s:.0f}s)"
+            if readiness.foreign_listener is not None:  # a 200 came, but from a process that is not this server
+                state.reason += (f"; port {urlsplit(plan.root_url).port} answered from pid {readiness.foreign_listener}, "
+                                 "a process this cell did not launch: never measured")
             return server
         state.startup_s = round(readiness.seconds, 2)
     state.enter("resolve", progress)
@@ -104,6 +113,32 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     if state.status == "ok":
         state.phase = "done"  # an error keeps the phase it happened in
     return server
+
+
+PORT_RELAUNCHES = 2  # launches a cell may lose to another process taking its port, each relaunched on a new one
+
+
+def _relaunch_if_port_lost(matrix: Matrix, engine: Engine, state: CellRun, server: ServerProcess, readiness):
+    """The plan for a relaunch on a new port when this launch lost its port (None: keep this launch's outcome).
+    The port is chosen free before launch, but an engine binds it only once loaded (SGLang after weights and CUDA
+    graphs, sglang/srt/entrypoints/http_server.py), tens of minutes on a large model: another process can take it
+    meanwhile, and the cell would be lost at the end of its startup. A port the matrix fixed is never changed."""
+    if matrix.port is not None or len(state.port_relaunches) >= PORT_RELAUNCHES or readiness.outcome != "exited":
+        return None
+    crash = classify_crash(read_log(state.log_path), engine.log_rules)
+    if crash.kind != "port_in_use":
+        return None
+    torn = server.stop(grace_s=matrix.timeouts.teardown_grace_s, terminate=engine.terminate)
+    if torn.leftover:
+        return None  # processes left: the cell reports them rather than launching beside them
+    lost = urlsplit(state.plan.root_url).port
+    kept = state.log_path.with_name(f"server.port-lost-{len(state.port_relaunches) + 1}.log")
+    state.log_path.replace(kept)
+    port = free_port(matrix.host)
+    state.plan = engine.launch_plan(matrix, state.cell, port, str(state.run_dir.resolve()))
+    state.port_relaunches.append(f"port {lost} taken by another process after {readiness.seconds:.0f}s of startup "
+                                 f"({crash.line[:160]}); relaunched on port {port}, that launch's log in {kept.name}")
+    return state.plan
 
 
 def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress: Progress,

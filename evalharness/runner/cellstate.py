@@ -45,6 +45,7 @@ class CellRun:
         self.reason: str | None = None
         self.crash = None
         self.startup_s: float | None = None
+        self.port_relaunches: list[str] = []
         self.resolved: dict = {}
         self.server_facts: dict = {}
         self.teardown: TeardownRecord | None = None
@@ -80,6 +81,7 @@ class CellRun:
             crash=self.crash,
             warnings=extract_warnings(log_text, engine.log_rules),
             startup_s=self.startup_s,
+            port_relaunches=self.port_relaunches,
             resolved=self.resolved,
             server=self.server_facts,
             probes=self.probes,

@@ -4,8 +4,8 @@ Each engine module contributes its own rules (engines/sglang_logs.py, engines/vl
 Python engine live here. Every rule names where its text comes from (`source`: the engine file, or the story's log).
 
 Classification looks at the lines that say the process failed first (exception lines, traceback bodies, ERROR-level
-lines, argparse's "error:"), the last of them first; then plain lines; warnings only as a last resort. So an early
-warning that mentions memory never outranks the fatal error that ended the process. SGLang 0.5.23 logs
+lines, argparse's "error:"), the last of them first; then plain lines; never warnings. So a warning that mentions
+memory ("... reducing max_m to N to avoid out of memory") never decides the class. SGLang 0.5.23 logs
 `[time TPn] message` with no level at all, which is why "fatal" is read from the text, not from a level tag.
 """
 
@@ -150,12 +150,13 @@ def line_tiers(lines: list[str], rules: LogRules) -> list[str]:
 
 
 def classify_crash(log_text: str, rules: LogRules) -> CrashReason:
-    """Why a server died, from its whole log. Fatal lines first, then plain lines, then warnings; within a tier the
+    """Why a server died, from its whole log. Fatal lines first, then plain lines, never warnings; within a tier the
     first rule (in rule order) that matches wins, on the last line it matches. Otherwise the last exception line that
     is not a wrapper of an earlier one; otherwise the last lines of the log."""
     lines = log_text.splitlines()
     tiers = line_tiers(lines, rules)
-    for tier in ("fatal", "plain", "warning"):
+    # a warning line never decides the class: "... reducing max_m to N to avoid out of memory" is not a crash
+    for tier in ("fatal", "plain"):
         indices = [i for i in range(len(lines) - 1, -1, -1) if tiers[i] == tier]
         for rule in (*rules.crashes, *COMMON_CRASHES):
             for index in indices:

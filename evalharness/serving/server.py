@@ -26,6 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import psutil
@@ -34,6 +35,10 @@ from evalharness.records.run import TeardownRecord
 from evalharness.serving.processes import MARKER_ENV, alive, scan
 
 POLL_INTERVAL_S = 0.2  # readiness is polled five times a second
+# one readiness request may take this long: SGLang's /health_generate runs a one-token generation and sleeps 1 s
+# before its first check (1-4 s on a 2-core CPU); SGLang's own launcher polls with 5 s (srt/entrypoints/http_server.py:
+# _wait_and_warmup uses timeout=5 on its /model_info and warm-up requests)
+POLL_REQUEST_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -43,6 +48,8 @@ class Readiness:
     outcome: str  # "ready" | "exited" | "timeout"
     seconds: float
     returncode: int | None = None
+    # another process answered on our port while ours had not bound it (its health said 200): never taken for ready
+    foreign_listener: int | None = None
 
 
 class LaunchError(Exception):
@@ -145,23 +152,45 @@ class ServerProcess:
         return self.popen.poll() if self.popen else None
 
     def wait_ready(self, timeout_s: float, should_stop=lambda: False) -> Readiness:
-        """Poll the health URL five times a second until it answers 200, the launcher exits, or time runs out."""
+        """Poll the health URL five times a second until it answers 200 from a process we launched, the launcher
+        exits, or time runs out. A 200 from a listener that is not of our family (another server took the port, or
+        still holds it) is not readiness: it is remembered in `foreign_listener` and polling goes on."""
         assert self.popen is not None and self.started_at is not None
-        with httpx.Client(timeout=httpx.Timeout(2.0, connect=1.0)) as client:
+        foreign = None
+        with httpx.Client(timeout=httpx.Timeout(POLL_REQUEST_TIMEOUT_S, connect=1.0)) as client:
             while True:
                 elapsed = time.monotonic() - self.started_at
                 code = self.popen.poll()
                 if code is not None:
-                    return Readiness("exited", elapsed, code)
+                    return Readiness("exited", elapsed, code, foreign_listener=foreign)
                 if elapsed > timeout_s:
-                    return Readiness("timeout", elapsed)
+                    return Readiness("timeout", elapsed, foreign_listener=foreign)
                 self._remember_descendants()
                 try:
                     if client.get(self.health_url).status_code == 200:
-                        return Readiness("ready", time.monotonic() - self.started_at)
+                        owner = self._listener_owner()
+                        if owner is None:
+                            return Readiness("ready", time.monotonic() - self.started_at)
+                        foreign = owner
                 except httpx.HTTPError:
                     pass
                 time.sleep(POLL_INTERVAL_S)
+
+    def _listener_owner(self) -> int | None:
+        """None when the health URL's port is listened on by a process of this server's family (or the owner cannot
+        be told); else the pid of the foreign process that listens there."""
+        port = urlsplit(self.health_url).port
+        try:
+            listeners = {c.pid for c in psutil.net_connections(kind="tcp")
+                         if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid}
+        except (psutil.AccessDenied, OSError):
+            return None
+        if not listeners:
+            return None  # a proxy or another network namespace: nothing to compare with
+        self._remember_descendants()
+        with self._seen_lock:
+            ours = set(self._seen)
+        return None if listeners & ours else min(listeners)
 
     def stop(self, grace_s: float = 30.0, terminate: str = "group") -> TeardownRecord:
         """SIGTERM, SIGKILL the group after `grace_s`, then kill every straggler; report what (if anything) is left.

@@ -1,18 +1,23 @@
-"""A stand-in SGLang 0.5.23 server, written from the pinned wheel's source (requirements/sglang-parser.txt), for the
-contract tests of the harness's SGLang paths. It exists because SGLang cannot run on these machines (it needs a GPU or
-AVX-512); it never replaces the real-engine tests, which run on vLLM. It tests OUR side of the contract: every
-behaviour below cites the SGLang file it copies, and nothing here is a guess about what SGLang does.
+"""A stand-in SGLang 0.5.23 server, written from the pinned wheel's source (requirements/sglang-parser.txt), for what
+the real SGLang on this CPU cannot show (tests/integration/test_sglang_real.py runs the real one): GPU memory and its
+release, TP 8, SM120 kernel crashes, NEXTN speculative decoding and its counters. It tests OUR side of the contract:
+every behaviour below cites the SGLang file it copies, and nothing here is a guess about what SGLang does.
 
 Launched exactly as the harness launches SGLang: `python sglang_standin.py --model-path M --host H --port P
---served-model-name N [SGLang flags]`. Process layout (sglang/srt/entrypoints/engine.py, http_server.py):
-  - this launcher (HTTP server + tokenizer manager), which handles SIGTERM gracefully
-    (sglang/srt/managers/tokenizer_manager.py: SignalHandler.sigterm_handler, sigterm_watchdog): it drains, sends
+--served-model-name N [SGLang flags]`. Process layout (sglang/srt/entrypoints/engine.py, http_server.py), all in the
+launcher's process group:
+  - this launcher (HTTP server + tokenizer manager). Its graceful SIGTERM handler is installed at the first request
+    (sglang/srt/managers/tokenizer_manager.py: auto_create_handle_loop; SGLang's own warm-up /generate before
+    "fired up" is that request), so a SIGTERM while loading kills it outright. With the handler it drains, sends
     ShutdownReq to the scheduler (here SIGUSR1), waits _SCHEDULER_EXIT_TIMEOUT_SECS = 15 s for it, logs "Schedulers
-    still alive ..." and kills it if it did not exit, then exits;
-  - one scheduler child "sglang::scheduler_TP0" with NO SIGTERM handler and PR_SET_PDEATHSIG=SIGKILL
+    still alive ..." and kills it if it did not exit, then exits. A scheduler crash ends with the launcher SIGKILLed
+    (exit -9: launch_phase_sigquit_handler, kill_process_tree with the parent included);
+  - one scheduler child (titled "sglang::scheduler", " TP0" and the TP suffix only when tp_size > 1,
+    sglang/srt/managers/scheduler.py) with NO SIGTERM handler and PR_SET_PDEATHSIG=SIGKILL
     (sglang/srt/utils/common.py: kill_itself_when_parent_died). It "holds GPU memory" (the fake nvidia-smi beside this
     file reads STANDIN_GPU_FILE) and releases it only when asked by ShutdownReq (sglang/srt/managers/scheduler.py:
-    gracefully_exit, the release before exit): a SIGTERM kills it holding the memory.
+    gracefully_exit, the release before exit): a SIGTERM kills it holding the memory;
+  - one detokenizer child ("sglang::detokenizer", sglang/srt/managers/detokenizer_manager.py), dies with its parent.
 Environment (the test's knobs): STANDIN_CRASH=flashinfer|oom_kill|port, STANDIN_PHANTOM=1 (one request never
 finishes: /flush_cache is refused), STANDIN_IGNORE_SHUTDOWN=1 (the scheduler does not release), STANDIN_TIME_SCALE
 (SGLang's waits, 15 s, 5 s, the flush timeout, scaled; default 0.02), STANDIN_SERVER_TPUT_FACTOR (what its Decode batch
@@ -33,7 +38,7 @@ import subprocess
 import sys
 import time
 
-if sys.argv[1:2] != ["--scheduler"]:  # the scheduler child starts fast without the HTTP stack
+if sys.argv[1:2] not in (["--scheduler"], ["--detokenizer"]):  # the children start fast without the HTTP stack
     from aiohttp import web
 
 VERSION = "0.5.23"
@@ -44,17 +49,37 @@ DECODE_LOG_INTERVAL = 40  # sglang/srt/arg_groups/fields/observability.py: decod
 HELD_MIB = 1500
 
 
+def _tp_size(argv: list[str]) -> int:
+    for flag in ("--tp-size", "--tp", "--tensor-parallel-size"):
+        if flag in argv[:-1]:
+            return int(argv[argv.index(flag) + 1])
+    return int(os.environ.get("STANDIN_TP_SIZE", "1"))
+
+
+TP_SIZE = _tp_size(sys.argv)
+
+
 def log(message: str, tp: bool = False) -> None:
-    # sglang/srt/utils/common.py: configure_logger: "[%(asctime)s{prefix}] %(message)s", prefix " TP0" in the
-    # scheduler (sglang/srt/managers/scheduler.py), no level, no file:line
+    # sglang/srt/utils/common.py: configure_logger: "[%(asctime)s{prefix}] %(message)s", no level, no file:line;
+    # the scheduler's prefix has " TP{rank}" only when tp_size > 1 (sglang/srt/managers/scheduler.py), so a TP 1
+    # server logs "[time] message" from every process
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    print(f"[{stamp}{' TP0' if tp else ''}] {message}", flush=True)
+    print(f"[{stamp}{' TP0' if tp and TP_SIZE > 1 else ''}] {message}", flush=True)
 
 
 def gpu_hold(mib: int) -> None:
     if GPU_FILE:
         with open(GPU_FILE, "w") as f:
             json.dump({"held_mib": mib, "pid": os.getpid()}, f)
+
+
+def detokenizer_main() -> None:
+    """The detokenizer child (sglang/srt/managers/detokenizer_manager.py: run_detokenizer_process, titled
+    "sglang::detokenizer"): no SIGTERM handler either, dies with its parent (kill_itself_when_parent_died)."""
+    if sys.platform == "linux":
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
+    while True:
+        time.sleep(3600)
 
 
 def scheduler_main(ready_fd: int) -> None:
@@ -96,6 +121,8 @@ class Server:
         self.ready = False
         self.gracefully_exit = False
         self.scheduler: subprocess.Popen | None = None
+        self.detokenizer: subprocess.Popen | None = None
+        self.on_first_request = lambda: None  # installs the graceful SIGTERM handler (main)
 
     # ---- HTTP: sglang/srt/entrypoints/http_server.py ----
     async def health_generate(self, request: web.Request) -> web.Response:
@@ -143,7 +170,9 @@ class Server:
             timeout = float(request.query.get("timeout", "0"))
             assert timeout >= 0
         except (ValueError, AssertionError):
-            return web.json_response({"detail": "timeout must be >= 0"}, status=422)
+            # FastAPI's 422 is turned into 400 (http_server.py: validation_exception_handler, RequestValidationError)
+            return web.json_response({"object": "error", "message": "timeout must be >= 0", "type": "BadRequest",
+                                      "code": 400}, status=400)
         deadline = time.monotonic() + timeout * SCALE
         if timeout > 0:
             while not self.idle() and time.monotonic() < deadline:
@@ -187,6 +216,7 @@ class Server:
 
     # ---- generation: sglang/srt/entrypoints/openai/serving_completions.py and serving_chat.py ----
     async def generate(self, request: web.Request) -> web.StreamResponse:
+        self.on_first_request()
         body = await request.json()
         chat = request.path.endswith("/chat/completions")
         prompt = json.dumps(body.get("messages")) if chat else str(body.get("prompt", ""))
@@ -215,16 +245,26 @@ class Server:
             response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await response.prepare(request)
             done = 0
+            kind = "chat.completion.chunk" if chat else "text_completion"
+
+            def chunk_of(choice: dict) -> bytes:
+                return f"data: {json.dumps({'id': 'x', 'object': kind, 'model': body.get('model'), 'choices': [choice]})}\n\n".encode()
+
+            if chat:  # serving_chat.py: _generate_chat_stream, "First chunk with role": no content, no usage
+                await response.write(chunk_of({"index": 0, "delta": {"role": "assistant", "content": ""},
+                                               "logprobs": None, "finish_reason": None}))
             for index, piece in enumerate(pieces):
                 await self.step(piece)
                 done += piece
+                last = index == len(pieces) - 1
                 delta = {"delta": {"content": " tok" * piece}} if chat else {"text": " tok" * piece}
-                chunk = {"id": "x", "object": "chat.completion.chunk" if chat else "text_completion",
-                         "model": body.get("model"), "choices": [{"index": 0, **delta, "logprobs": None,
-                         "finish_reason": "length" if index == len(pieces) - 1 else None}]}
-                if options.get("continuous_usage_stats"):  # cumulative usage in every chunk
+                chunk = {"id": "x", "object": kind, "model": body.get("model"), "choices": [{
+                    "index": 0, **delta, "logprobs": None, "finish_reason": "length" if last and not chat else None}]}
+                if options.get("continuous_usage_stats"):  # cumulative usage in every content chunk
                     chunk["usage"] = {"prompt_tokens": 8, "completion_tokens": done, "total_tokens": 8 + done}
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if chat:  # serving_chat.py: "Send finish_reason chunks for each index that completed": empty delta
+                await response.write(chunk_of({"index": 0, "delta": {}, "logprobs": None, "finish_reason": "length"}))
             self.finish(n_tokens, verifies)
             if body.get("return_spec_tokens_details") and verifies:
                 # sglang/srt/entrypoints/openai/serving_chat.py (and serving_completions.py): after the finish chunk,
@@ -373,14 +413,21 @@ def parse_flags(argv: list[str]) -> dict[str, str | bool]:
     return flags
 
 
+def die_like_a_scheduler_crash() -> None:
+    """A scheduler's crash ends with the launcher SIGKILLed, exit code -9: its SIGQUIT handler calls
+    kill_process_tree(os.getpid()) with the launcher included (sglang/srt/entrypoints/engine.py: launch_phase_sigquit_handler;
+    sglang/srt/utils/common.py: kill_process_tree). Seen on the real server: every scheduler crash exits -9."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def crash_at_startup(kind: str, server: Server) -> None:
-    if kind == "flashinfer":  # flashinfer/utils.py: backend_requirement, raised in a scheduler
+    if kind == "flashinfer":  # FlashInfer 0.7.2 on SM120 (csrc/trtllm_batched_gemm_runner.cu), raised in a scheduler
         log("Scheduler hit an exception: Traceback (most recent call last):", tp=True)  # scheduler.py
-        print('  File "/x/flashinfer/utils.py", line 1021, in wrapper\n    raise BackendSupportedError(\n'
-              "flashinfer.utils.BackendSupportedError: trtllm_fp4_block_scale_moe does not support backend 'trtllm' "
-              "with capability 120", flush=True)
+        print('  File "/x/flashinfer/fused_moe/core.py", line 1408, in trtllm_fp4_block_scale_moe\n'
+              "RuntimeError: The trtllm-gen batched GEMM cubin manifest contains no kernels runnable on sm120; this "
+              "backend currently ships cubins for sm100, sm103 and sm107.", flush=True)
         log("Received sigquit from a child process. It usually means the child failed.")  # engine.py
-        sys.exit(1)
+        die_like_a_scheduler_crash()
     if kind == "oom_kill":  # sglang/srt/entrypoints/engine.py: _wait_for_scheduler_ready, _scheduler_died_error
         assert server.scheduler is not None
         server.scheduler.wait()  # the pipe said EOF: the scheduler is gone
@@ -388,7 +435,7 @@ def crash_at_startup(kind: str, server: Server) -> None:
               f"RuntimeError: Rank 0 scheduler died during initialization (exit code: {server.scheduler.returncode}). "
               "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to "
               "check.", flush=True)
-        sys.exit(1)
+        die_like_a_scheduler_crash()
     if kind == "port":  # sglang/srt/utils/network.py: wait_port_available
         port = int(server.args["--port"]) + 1
         log(f"The port {port} is in use, but we could not find the process that uses it.")
@@ -408,6 +455,7 @@ async def main() -> None:
     server.scheduler = subprocess.Popen([sys.executable, __file__, "--scheduler", str(write_end)],
                                         pass_fds=(write_end,))
     os.close(write_end)
+    server.detokenizer = subprocess.Popen([sys.executable, __file__, "--detokenizer"])
     loaded = await asyncio.get_running_loop().run_in_executor(None, os.read, read_end, 16)
     if os.environ.get("STANDIN_CRASH") or loaded != b"ready":
         crash_at_startup(os.environ.get("STANDIN_CRASH") or "oom_kill", server)
@@ -432,8 +480,16 @@ async def main() -> None:
         server.gracefully_exit = True
         stop.set()
 
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, sigterm)
-    await asyncio.sleep(0.3)  # load weights, capture graphs: /health_generate answers 503 meanwhile
+    loop = asyncio.get_running_loop()
+    # tokenizer_manager.py: auto_create_handle_loop installs the SIGTERM handler at the first request; before it
+    # (while loading) a SIGTERM kills the launcher outright, and its children die with it (PDEATHSIG)
+    def install_sigterm_handler() -> None:
+        loop.add_signal_handler(signal.SIGTERM, sigterm)
+        server.on_first_request = lambda: None
+
+    server.on_first_request = install_sigterm_handler
+    await asyncio.sleep(0.3 * float(os.environ.get("STANDIN_LOAD_FACTOR", "1")))  # load weights: 503 meanwhile
+    server.on_first_request()  # http_server.py: _wait_and_warmup sends a /generate warm-up before "fired up"
     server.ready = True
     log("The server is fired up and ready to roll!")  # http_server.py
     await stop.wait()
@@ -450,11 +506,15 @@ async def main() -> None:
         log(f"Schedulers still alive 15s after ShutdownReq, killing them before they released: [{server.scheduler.pid}]")
         server.scheduler.kill()  # kill_process_tree(os.getpid(), include_parent=False)
         server.scheduler.wait()
+    server.detokenizer.kill()
+    server.detokenizer.wait()
     await runner.cleanup()
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--scheduler"]:
         scheduler_main(int(sys.argv[2]))
+    elif sys.argv[1:2] == ["--detokenizer"]:
+        detokenizer_main()
     else:
         asyncio.run(main())

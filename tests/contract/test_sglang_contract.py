@@ -1,7 +1,8 @@
 """Contract tests of the harness's SGLang paths, through the stand-in SGLang 0.5.23 (sglang_standin.py: every behaviour
 cites the SGLang file it copies) and a fake nvidia-smi (bin/). The harness runs for real: `python -m evalharness run`
-on a matrix whose engine is sglang and whose command is the stand-in. SGLang itself cannot run here (GPU or AVX-512);
-these tests check our side of the contract and never replace the real-engine tests on vLLM."""
+on a matrix whose engine is sglang and whose command is the stand-in. The real SGLang runs on this CPU too
+(tests/integration/test_sglang_real.py); the stand-in covers what the CPU build cannot show (GPU memory, TP 8, SM120
+kernels, NEXTN) and never replaces the real-engine tests."""
 
 from __future__ import annotations
 
@@ -149,6 +150,9 @@ def test_sglang_0_5_23_crash_texts_classify(tmp_path):
     assert kinds == {"crash-flashinfer": ("crashed", "unsupported_kernel"),
                      "crash-oom_kill": ("crashed", "out_of_memory"), "crash-port": ("crashed", "port_in_use")}
     assert "exit code: -9" in cells["crash-oom_kill"]["crash"]["line"]
+    # a scheduler crash ends with the launcher SIGKILLed by its own cleanup (0.5.23, seen on the real server)
+    assert "(exit code -9 after" in cells["crash-flashinfer"]["reason"]
+    assert "(exit code -9 after" in cells["crash-oom_kill"]["reason"]
 
 
 def test_memory_still_held_refuses_the_next_cell_instead_of_a_false_out_of_memory(tmp_path):
@@ -225,3 +229,127 @@ def test_the_numerics_check_reads_sglangs_generate_logprobs_by_id_in_both_direct
     assert any("the reference was served again" in note for note in results["notes"]), results["notes"]
     report = (out / "report.md").read_text()
     assert "## Numerics: per-token KL divergence against the reference" in report
+
+
+def _standin(tmp_path, port, env=None):
+    return ServerProcess([sys.executable, str(STANDIN), "--model-path", "m", "--host", "127.0.0.1", "--port",
+                          str(port), "--served-model-name", "standin"], env or {}, tmp_path / "server.log",
+                         f"http://127.0.0.1:{port}/health_generate")
+
+
+def test_the_standin_keeps_0_5_23s_tree_log_prefix_flush_status_and_chat_chunks(tmp_path):
+    """The differences the real 0.5.23 showed (issue 27): launcher, scheduler and detokenizer in one group; no " TP0"
+    at TP 1; 400 (not 422) for a negative flush timeout; a role-only first chat chunk and a separate finish chunk,
+    neither carrying usage under continuous_usage_stats."""
+    import httpx
+    import psutil
+
+    port = free_port()
+    server = _standin(tmp_path, port)
+    server.start()
+    try:
+        assert server.wait_ready(timeout_s=30).outcome == "ready"
+        children = psutil.Process(server.pid).children(recursive=True)
+        roles = sorted(" ".join(p.cmdline()[2:3]) for p in children)
+        assert roles == ["--detokenizer", "--scheduler"]
+        assert all(os.getpgid(p.pid) == server.pid for p in children)
+        root = f"http://127.0.0.1:{port}"
+        assert httpx.post(f"{root}/flush_cache", params={"timeout": -1}).status_code == 400
+        with httpx.stream("POST", f"{root}/v1/chat/completions", json={
+                "model": "standin", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": True,
+                "stream_options": {"include_usage": True, "continuous_usage_stats": True}}) as response:
+            lines = list(response.iter_lines())
+            chunks = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+        assert chunks, (response.status_code, lines)
+        with_choices = [c for c in chunks if c["choices"]]  # the usage chunk (include_usage) has choices []
+        first, finish = with_choices[0], with_choices[-1]
+        assert first["choices"][0]["delta"] == {"role": "assistant", "content": ""} and "usage" not in first
+        assert finish["choices"][0]["delta"] == {} and finish["choices"][0]["finish_reason"] == "length"
+        assert "usage" not in finish
+        assert all(c["choices"][0]["finish_reason"] is None for c in with_choices[:-1])
+    finally:
+        assert server.stop(grace_s=10, terminate="launcher").leftover == []
+    log = (tmp_path / "server.log").read_text()
+    assert " TP0]" not in log and "Cache flushed" not in log
+
+
+def test_sigterm_while_loading_kills_the_standin_launcher_outright(tmp_path):
+    """0.5.23 installs its graceful SIGTERM handler at the first request (the warm-up before "fired up"): a SIGTERM
+    while the weights load kills the launcher with no drain, and its children die with it."""
+    import signal
+    import time
+
+    port = free_port()
+    server = _standin(tmp_path, port, {"STANDIN_LOAD_FACTOR": "100"})  # 30 s of loading
+    server.start()
+    time.sleep(2)
+    assert server.poll() is None
+    os.kill(server.pid, signal.SIGTERM)
+    server.popen.wait(timeout=10)
+    assert server.poll() == -signal.SIGTERM
+    assert server.stop(grace_s=5, terminate="launcher").leftover == []
+    assert "Draining requests" not in (tmp_path / "server.log").read_text()
+
+
+PORT_TAKER = """
+import socket, sys, threading, time
+import evalharness.runner.cell as cell
+from evalharness.cli import main
+
+chosen, holders = [], []
+real_free_port = cell.free_port
+
+
+def free_port(host):
+    port = real_free_port(host)
+    chosen.append(port)
+    if len(chosen) == 1:  # another process takes the first cell's port while the engine is still loading
+        def take():
+            time.sleep(0.5)
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(8)
+            holders.append(sock)
+        threading.Thread(target=take, daemon=True).start()
+    return port
+
+
+cell.free_port = free_port
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_port_taken_during_startup_relaunches_the_cell_on_another_port_and_measures_it(tmp_path):
+    """The port is chosen free before launch, SGLang binds it only once loaded: here a listener takes it 0.5 s into a
+    3 s load, the stand-in fails to bind ([Errno 98]), and the cell is relaunched on a new port, measured, counted
+    and shown, instead of lost."""
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(f"""\
+name: contract
+engine: sglang
+model: stand-in/qwen3
+served_model_name: standin
+command: [{json.dumps(sys.executable)}, {json.dumps(str(STANDIN))}]
+env: {{STANDIN_LOAD_FACTOR: "10"}}
+axes:
+  c:
+    a: {{}}
+timeouts: {{startup_s: 30, teardown_grace_s: 10, gpu_release_s: 1}}
+probes: {{enabled: false}}
+distribution: {{enabled: false}}
+throughput: {{scenarios: [{{name: s, concurrency: 2, input_len: 16, output_len: 16, requests: 2}}]}}
+""")
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", PORT_TAKER, "run", "--matrix", str(matrix), "--out", str(out)],
+                          env=harness_env(tmp_path), capture_output=True, text=True, timeout=110, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cell = json.loads((out / "results.json").read_text())["cells"]["c-a"]
+    assert cell["status"] == "ok", cell["reason"]
+    assert cell["throughput"][0]["completed"] == 2
+    [note] = cell["port_relaunches"]
+    assert "taken by another process" in note and "address already in use" in note.lower()
+    lost = (out / "cells" / "c-a" / "server.port-lost-1.log").read_text()
+    assert "Errno 98" in lost
+    report = (out / "report.md").read_text()
+    assert "1 port lost, relaunched" in report and "Ports lost during startup" in report

@@ -123,3 +123,72 @@ def test_sglang_acceptance_is_a_counter_delta_or_no_figure(flush_status, metrics
         assert expected in got["spec_unavailable"] and "40th decode step" in got["spec_unavailable"]
     else:
         assert got == expected
+
+
+def test_a_labelled_counter_with_no_sample_yet_reads_as_zero():
+    """Before its first increment a labelled counter is only its "# TYPE" line (no warm-up, NEXTN's first scenario):
+    the starting value is 0, not "no counters"."""
+    from evalharness.serving.engines._common import prometheus_totals
+
+    page = ("# HELP sglang:spec_verify_calls_total Number of verify calls\n"
+            "# TYPE sglang:spec_verify_calls_total counter\n"
+            "# TYPE sglang:generation_tokens_total counter\n"
+            'sglang:generation_tokens_total{model_name="m"} 7.0\n')
+    assert prometheus_totals(page, ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total")) == {
+        "sglang:generation_tokens_total": 7.0, "sglang:spec_verify_calls_total": 0.0}
+    assert prometheus_totals(page, ("sglang:other_total",)) == {}  # a counter that is not on the page stays absent
+
+
+def test_sglang_measured_values_are_server_facts_never_settings():
+    """/server_info's max_total_num_tokens and max_req_input_len are sized from free memory at startup (two launches
+    of the same settings differ a little): a settings diff on them would make every axis look like it changed
+    something. They are facts."""
+    import httpx
+
+    from evalharness.serving.engines.sglang import sglang_facts
+
+    info = {"dtype": "float32", "attention_backend": "torch_native", "max_total_tokens": 8192,
+            "status": "ready", "max_total_num_tokens": 8191, "max_req_input_len": 8185, "version": "0.5.23"}
+    engine = ENGINES["sglang"]
+    plan = engine.launch_plan(Matrix(name="t", engine="sglang", model="/m"), _cell(), 30000, "/out")
+    with httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=info))) as client:
+        resolved = engine.resolved_config(client, plan, "")
+    assert resolved == {"dtype": "float32", "attention_backend": "torch_native", "max_total_tokens": 8192}
+    facts = sglang_facts(info, {})
+    assert facts["token_capacity"] == 8191 and facts["max_req_input_len"] == 8185 and facts["status"] == "ready"
+
+
+def test_versions_read_sgl_deep_gemm_the_distribution_0_5_23_depends_on(tmp_path):
+    """SGLang 0.5.23 requires sgl-deep-gemm==0.2.3.post2 (its METADATA), not a distribution named deep_gemm."""
+    import os
+    import subprocess
+    import sys
+
+    from evalharness.serving.engines.sglang_check import VERSIONS_SCRIPT
+
+    info = tmp_path / "sgl_deep_gemm-0.2.3.post2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sgl-deep-gemm\nVersion: 0.2.3.post2\n")
+    proc = subprocess.run([sys.executable, "-c", VERSIONS_SCRIPT], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["deep_gemm"] == "0.2.3.post2"
+
+
+def test_the_parser_check_runs_under_the_matrixs_environment(tmp_path):
+    """An engine that imports only with the matrix's env (here its PYTHONPATH holds the package) is checked, not
+    reported as 'cannot import sglang's parser'."""
+    import sys
+
+    from evalharness.matrix.expand import expand
+    from evalharness.serving.engines.sglang_check import check_cells
+
+    package = tmp_path / "site" / "sglang"
+    (package / "srt").mkdir(parents=True)
+    (package / "__init__.py").write_text('__version__ = "0.5.23"\n')
+    (package / "srt" / "__init__.py").write_text("")
+    (package / "srt" / "server_args.py").write_text("def prepare_server_args(argv):\n    return argv\n")
+    matrix = Matrix(name="t", engine="sglang", model="/m", env={"PYTHONPATH": str(tmp_path / "site")},
+                    axes={"a": {"x": {}}})
+    cells = expand(matrix)
+    check = check_cells(matrix, cells, sys.executable)
+    assert check.checked and check.version == "0.5.23" and not check.failed, check

@@ -2,6 +2,7 @@
 the process group, ignore SIGTERM, or detach before the harness ever sees them. (The real engine is in
 tests/integration.)"""
 
+import subprocess
 import sys
 import textwrap
 import time
@@ -78,3 +79,50 @@ def test_ready_when_health_answers(tmp_path):
 def test_missing_binary_is_a_launch_error(tmp_path):
     with pytest.raises(LaunchError, match="no-such-engine"):
         _server(tmp_path, ["/nonexistent/no-such-engine", "--flag"]).start()
+
+
+def test_a_foreign_server_answering_on_our_port_is_never_ready(tmp_path):
+    """Another process holds the port and answers the health URL (SGLang's launcher printed "fired up" in that case,
+    its warm-up answered by the old server): the launched server never bound it, so it is not ready."""
+    port = free_port()
+    foreign = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(
+                c.laddr.port == port and c.status == psutil.CONN_LISTEN for c in psutil.net_connections("tcp")):
+            time.sleep(0.1)
+        server = _server(tmp_path, [sys.executable, "-c", "import time; time.sleep(60)"],
+                         health=f"http://127.0.0.1:{port}/")
+        server.start()
+        try:
+            readiness = server.wait_ready(timeout_s=3)
+        finally:
+            assert server.stop(grace_s=5).leftover == []
+        assert readiness.outcome == "timeout" and readiness.foreign_listener == foreign.pid
+    finally:
+        foreign.kill()
+        foreign.wait()
+
+
+SLOW_HEALTH = textwrap.dedent("""
+    import http.server, sys, time
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            time.sleep(3)  # SGLang's /health_generate: a one-token generation, 1-4 s on this CPU
+            self.send_response(200); self.end_headers()
+        def log_message(self, *args):
+            pass
+    http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Slow).serve_forever()
+""")
+
+
+def test_a_health_answer_slower_than_two_seconds_is_still_readiness(tmp_path):
+    port = free_port()
+    server = _server(tmp_path, [sys.executable, "-c", SLOW_HEALTH, str(port)], health=f"http://127.0.0.1:{port}/")
+    server.start()
+    try:
+        readiness = server.wait_ready(timeout_s=20)
+    finally:
+        assert server.stop(grace_s=5).leftover == []
+    assert readiness.outcome == "ready"

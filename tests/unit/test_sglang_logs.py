@@ -13,7 +13,13 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 CRASHES = [
     # (log, kind, text the chosen line must contain)
     ((DATA / "sglang-0.5.23-flashinfer-sm120-crash.log").read_text(), "unsupported_kernel",
-     "does not support backend 'trtllm' with capability 120"),
+     "contains no kernels runnable on sm120"),
+    # FlashInfer 0.7.2 on an offline box: the cubin download fails before any arch check (flashinfer/jit/fused_moe.py)
+    ("[2026-11-30 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+     '  File "/usr/lib/python3/dist-packages/flashinfer/jit/fused_moe.py", line 256, in '
+     "gen_trtllm_gen_fused_moe_sm100_module\n    assert checksum, f\"Failed to get checksums.txt from {checksum_path}\"\n"
+     "AssertionError: Failed to get checksums.txt from 2d7e4b1/batched_gemm-074aec4-cc00b23/checksums.txt\n",
+     "unsupported_kernel", "AssertionError: Failed to get checksums.txt"),
     ((DATA / "sglang-0.5.23-scheduler-oom-killed.log").read_text(), "out_of_memory",
      "Rank 3 scheduler died during initialization (exit code: -9)"),
     ((DATA / "sglang-0.5.23-port-crash.log").read_text(), "port_in_use", "is not available in 30 seconds"),
@@ -54,6 +60,18 @@ def test_a_warning_that_mentions_memory_never_outranks_the_fatal_error_after_it(
     # ... and on its own the warning is still a warning with its values, not a crash class
     [warning] = extract_warnings(log, LOG_RULES)
     assert warning.key == "deepgemm_warmup_reduced" and warning.values["max_m"] == "4096"
+
+
+def test_a_warning_never_decides_the_crash_class():
+    """The fatal line matches no rule: the class is "other" with that line, never the out-of-memory of the DeepGEMM
+    warm-up warning before it (sglang/srt/layers/deep_gemm_wrapper/compile_utils.py)."""
+    log = ("[2026-11-30 10:01:52 TP0] Available memory 3.5GB is less than required memory 6.2GB for warmup, reducing "
+           "max_m to 4096 to avoid out of memory\n"
+           "[2026-11-30 10:02:10 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+           '  File "/x/sglang/srt/managers/scheduler.py", line 6401, in run_scheduler_process\n'
+           "KeyError: 'rope_theta'\n")
+    reason = classify_crash(log, LOG_RULES)
+    assert reason.kind == "other" and reason.line == "KeyError: 'rope_theta'"
 
 
 def test_the_last_fatal_error_wins_over_an_early_one_of_the_same_rank():
@@ -119,3 +137,24 @@ def test_decode_batch_lines_summarised():
 
 def test_generic_rules_still_apply_to_other_engines():
     assert classify_crash("ImportError: x\n", LogRules()).kind == "import_error"
+
+
+CAPTURED_CRASH = DATA / "sglang-0.5.23-cpu-flashinfer-missing.log"
+CAPTURED_SERVE = DATA / "sglang-0.5.23-cpu-serve.log"
+
+
+def test_a_captured_real_crash_is_classified_from_its_fatal_line():
+    """Captured from the real SGLang 0.5.23 on this project's CPU (tests/integration/test_sglang_real.py):
+    `--attention-backend flashinfer` in an environment without flashinfer_python."""
+    reason = classify_crash(CAPTURED_CRASH.read_text(), LOG_RULES)
+    assert reason.kind == "unsupported_kernel"
+    assert reason.line.startswith("Exception: flashinfer_python with minimum required version 0.7.2 is not installed")
+
+
+def test_the_captured_real_serve_log_has_no_tp_tag_at_tp_1_and_reads_cleanly():
+    """0.5.23 adds " TPn" to a scheduler's log prefix only when tp_size > 1 (sglang/srt/managers/scheduler.py)."""
+    text = CAPTURED_SERVE.read_text()
+    assert "The server is fired up and ready to roll!" in text and " TP0]" not in text
+    prefill = next(line for line in text.splitlines() if "Prefill batch" in line)
+    assert strip_prefix(prefill).startswith("Prefill batch, #new-seq: ")
+    assert "cpu graph: False" in prefill  # Decode/Prefill lines name the graph "cpu graph" on this build

@@ -218,3 +218,36 @@ def test_the_scoring_version_is_in_the_settings_hash(monkeypatch):
     monkeypatch.setattr(evalharness, "SCORING_VERSION", getattr(evalharness, "SCORING_VERSION", 0) + 1)
     [after] = expand(Matrix.model_validate(MEASURED))
     assert after.settings_hash != before.settings_hash
+
+
+def test_sglang_with_the_remote_tokenizer_is_refused_with_the_way_out(tmp_path):
+    """lm-eval's RemoteTokenizer GETs /tokenizer_info, which SGLang 0.5.23 lacks (404, measured on the real server):
+    without this check every quality task of every SGLang cell failed after its retries."""
+    sglang = BASE.replace("engine: vllm", "engine: sglang")
+    message = load_error(tmp_path, sglang + "quality: {tasks: [eh_capitals]}\n")
+    assert "no /tokenizer_info" in message and "tokenizer: none" in message
+    load_matrix(write(tmp_path, sglang + "quality: {tasks: [eh_capitals], tokenizer: none}\n"))
+    load_matrix(write(tmp_path, sglang + "quality: {tasks: [eh_capitals], api: chat}\n"))
+
+
+def test_the_real_sglang_demo_matrix_expands_to_its_four_cells():
+    matrix, cells, reference = load_matrix(REPO / "matrices" / "cpu-sglang.yaml")
+    assert [c.id for c in cells] == ["dtype-float32.fault-none", "dtype-bfloat16.fault-none",
+                                     "dtype-bfloat16.fault-flashinfer_attention", "dtype-bfloat16.fault-bad_rope"]
+    assert reference.id == "dtype-float32.fault-none" and matrix.quality.tokenizer == "none"
+    assert all(c.env["SGLANG_USE_CPU_ENGINE"] == "1" and c.args["--device"] == "cpu" for c in cells)
+
+
+def test_real_sglang_tests_skip_with_set_ups_reason_where_it_cannot_install(tmp_path, monkeypatch):
+    """Never silently: the reason set-up wrote is the skip's message; no environment and no reason is a failure."""
+    from tests.integration import sglang_real
+
+    reason = tmp_path / "unavailable"
+    reason.write_text("SGLang 0.5.23 could not be installed here: ERROR: No matching distribution for sglang==0.5.23\n")
+    monkeypatch.setattr(sglang_real, "UNAVAILABLE", reason)
+    with pytest.raises(pytest.skip.Exception, match="No matching distribution for sglang==0.5.23"):
+        sglang_real.require_sglang()
+    monkeypatch.setattr(sglang_real, "UNAVAILABLE", tmp_path / "absent")
+    monkeypatch.setattr(sglang_real, "SGLANG_BIN", tmp_path / "no-sglang")
+    with pytest.raises(pytest.fail.Exception, match="run scripts/setup.sh"):
+        sglang_real.require_sglang()

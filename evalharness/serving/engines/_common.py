@@ -115,6 +115,12 @@ def prometheus_totals(text: str, names: tuple[str, ...]) -> dict[str, float]:
     totals: dict[str, float] = {}
     try:
         for family in text_string_to_metric_families(text):
+            # a labelled counter has no sample before its first increment, only its "# TYPE" line: it is zero
+            # (the parser names a counter family without "_total")
+            if family.type == "counter" and not family.samples:
+                for name in (family.name, f"{family.name}_total"):
+                    if name in names:
+                        totals.setdefault(name, 0.0)
             for sample in family.samples:
                 if sample.name in names:
                     totals[sample.name] = totals.get(sample.name, 0.0) + sample.value

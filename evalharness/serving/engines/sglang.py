@@ -4,9 +4,13 @@ and speculative acceptance from /metrics. Log knowledge lives in sglang_logs.py,
 Every behaviour below is SGLang 0.5.23's as read in its wheel (requirements/sglang-parser.txt pins it):
 - readiness is /health_generate: 503 while starting, then 200 once one token was generated
   (sglang/srt/entrypoints/http_server.py: health_generate);
-- teardown SIGTERMs the launcher only: it drains, sends ShutdownReq to the schedulers and gives them 15 s to release
-  GPU memory in userspace (sglang/srt/managers/tokenizer_manager.py: sigterm_watchdog, _SCHEDULER_EXIT_TIMEOUT_SECS);
-  the schedulers have no SIGTERM handler, so a group SIGTERM kills them before they release. SGLang's own tests do
+- teardown SIGTERMs the launcher only: it drains, sends ShutdownReq to the schedulers and gives them 15 s to exit
+  (sglang/srt/managers/tokenizer_manager.py: sigterm_watchdog, _SCHEDULER_EXIT_TIMEOUT_SECS); a scheduler that exits
+  gracefully releases its host resources (pinned host buffers: managers/scheduler.py run_scheduler_process,
+  release_host_resources), and the driver frees its GPU memory when the process ends. The schedulers have no SIGTERM
+  handler, so a group SIGTERM kills them mid-work. The launcher's graceful handler exists only from the first request
+  (tokenizer_manager.py: auto_create_handle_loop; SGLang's own warm-up before "fired up" is one): a SIGTERM while
+  loading kills the launcher outright. SGLang's own tests do
   the same (sglang/test/test_utils.py: terminate_and_kill_process_tree);
 - /server_info = the resolved server args + launch_command + scheduler info + startup_time + internal_states
   (sglang/srt/entrypoints/http_server.py: server_info; sglang/srt/utils/common.py: build_server_info);
@@ -44,6 +48,11 @@ _VOLATILE = re.compile(
     r"launch_command|startup_time.*|internal_states.*|last_gen_throughput|memory_usage.*|.*_timestamp|.*\.pid|pid|"
     r"kv_events.*|metrics_port|.*_port)$"
 )
+# Keys that 0.5.23's /server_info adds after the server args (sglang/srt/entrypoints/http_server.py: server_info;
+# sglang/srt/utils/common.py: build_server_info): measured at startup, not chosen. max_total_num_tokens and
+# max_req_input_len are sized from the memory free at that moment, so they differ a little between two launches of
+# the same settings; as settings they would make every "axis changed nothing" check fail. Shown in the Server facts.
+MEASURED = ("max_total_num_tokens", "max_req_input_len", "status", "version")
 COUNTERS = ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total")
 
 
@@ -74,7 +83,8 @@ class SglangEngine:
         return plan
 
     def resolved_config(self, client: httpx.Client, plan: LaunchPlan, log_text: str) -> dict[str, Any]:
-        return {k: v for k, v in flatten(server_info(client, plan)).items() if not _VOLATILE.match(k)}
+        return {k: v for k, v in flatten(server_info(client, plan)).items()
+                if not _VOLATILE.match(k) and k not in MEASURED}
 
     def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
         return sglang_facts(server_info(client, plan), engine_versions(find_python(matrix)))
@@ -144,6 +154,8 @@ def sglang_facts(info: dict[str, Any], versions: dict[str, str]) -> dict[str, An
             "cuda_graph": round(sum(v for v in graph.values() if isinstance(v, (int, float))), 3) if graph else None,
             "available_at_startup": memory.get("startup_available")}.items() if v is not None},
         "token_capacity": memory.get("token_capacity") or info.get("max_total_num_tokens"),
+        "max_req_input_len": info.get("max_req_input_len"),
+        "status": info.get("status"),
         "max_running_requests": state.get("effective_max_running_requests_per_dp") or info.get("max_running_requests"),
         "startup_s": {k: round(v, 2) for k, v in flatten(startup).items() if isinstance(v, (int, float)) and v},
         "versions": {**({"sglang": str(info["version"])} if info.get("version") else {}), **versions},

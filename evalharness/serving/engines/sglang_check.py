@@ -14,7 +14,7 @@ is known when Envs defines it or an alias of it, when SGLang's own source reads 
 known `SGLANG_X`; one in environ's _DEPRECATED_ENVS without a replacement is refused (it does nothing any more).
 
 `engine_versions` reads the versions that decide what works on SM120 (sglang, sglang-kernel/sgl-kernel, flashinfer,
-deep_gemm and whether it has the SM120 functions SGLang probes for, torch, CUDA) with the engine's Python: the facts
+deep_gemm (0.5.23 depends on the distribution sgl-deep-gemm) and whether it has the SM120 functions SGLang probes for, torch, CUDA) with the engine's Python: the facts
 `python -m sglang.check_env` prints, read directly (check_env lists neither deep_gemm nor its SM120 functions).
 """
 
@@ -137,8 +137,12 @@ def check_cells(matrix: Matrix, cells: list[Cell], python: str | None, timeout_s
                            "set EVALHARNESS_SGLANG_PYTHON; flags were checked for shape only")
     request = {"cells": [{"id": c.id, "argv": parser_argv(matrix, c)} for c in cells]}
     try:
+        # under the matrix's own environment, as its servers run: a PYTHONPATH there can be what makes the engine
+        # importable (an environment whose torchvision needs a fix before it imports did: "operator torchvision::nms
+        # does not exist" without it)
         proc = subprocess.run([python, "-c", CHECK_SCRIPT], input=json.dumps(request), capture_output=True,
-                              text=True, timeout=timeout_s, check=False)
+                              text=True, timeout=timeout_s, check=False,
+                              env={**os.environ, **{k: str(v) for k, v in matrix.env.items()}})
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SglangCheck(python=python, checked=False, reason=f"cannot run {python}: {exc}")
     try:
@@ -189,7 +193,7 @@ import importlib.metadata as md, json
 out = {}
 for name, dists in (("sglang", ["sglang"]), ("sgl-kernel", ["sglang-kernel", "sgl-kernel"]),
                     ("flashinfer", ["flashinfer-python", "flashinfer_python"]), ("flashinfer-cubin", ["flashinfer-cubin"]),
-                    ("deep_gemm", ["deep_gemm", "deep-gemm", "deepgemm"]), ("torch", ["torch"]),
+                    ("deep_gemm", ["sgl-deep-gemm", "deep_gemm", "deep-gemm", "deepgemm"]), ("torch", ["torch"]),
                     ("triton", ["triton"]), ("transformers", ["transformers"])):
     for dist in dists:
         try:

@@ -7,7 +7,7 @@ pinned wheel does not ship; the texts are FlashInfer's own); "story" is a line t
 build printed (../shared/seed), kept so that logs of that build still classify.
 
 0.5.23 logs `[2026-03-07 15:22:11 TP0] message` (sglang/srt/utils/common.py: configure_logger; the " TPn" / " DPn"
-prefix from sglang/srt/managers/scheduler.py) with no level: warnings are known by their text, not a WARNING tag.
+prefix from sglang/srt/managers/scheduler.py, " TPn" only when tp_size > 1: a TP 1 server logs `[time] message`) with no level: warnings are known by their text, not a WARNING tag.
 The story's build printed `[time] WARNING model_config.py:1012: message`; both forms are stripped by logscan.
 """
 
@@ -43,6 +43,29 @@ CRASHES = (
                    r"no kernel image is available for execution on the device", _I),
         "a kernel built for another GPU architecture (e.g. SM100-only on SM120)",
         source="story (SM100-only kernel on SM120); CUDA's own 'no kernel image' error",
+    ),
+    CrashRule(
+        "unsupported_kernel",
+        re.compile(r"cubin manifest contains no kernels runnable on sm_?\d+"),
+        "FlashInfer's trtllm-gen kernels ship as cubins for sm100/sm103/sm107 only: on SM120 pick another "
+        "--moe-runner-backend / --fp4-gemm-backend (flashinfer_cutlass, triton, ...)",
+        source="flashinfer/csrc/trtllm_batched_gemm_runner.cu (FlashInfer 0.7.2, the version 0.5.23 pins: no config for the arch)",
+    ),
+    CrashRule(
+        "unsupported_kernel",
+        re.compile(r"Failed to get checksums\.txt from \S+"),
+        "FlashInfer could not fetch its trtllm-gen cubins (an offline box downloads nothing): install the "
+        "flashinfer-cubin package of the same version (0.7.2) or copy a cubin cache and point FLASHINFER_CUBIN_DIR "
+        "at it; on SM120 these kernels do not exist anyway (no sm120 cubins), so pick another MoE backend",
+        source="flashinfer/jit/fused_moe.py (FlashInfer 0.7.2: gen_trtllm_gen_fused_moe_sm100_module, assert checksum)",
+    ),
+    CrashRule(
+        "unsupported_kernel",
+        re.compile(r"\w+ with minimum required version [\w.]+ is not installed|"
+                   r"\w+ is installed with version \S+, which is less than the minimum required version"),
+        "the kernel package a chosen backend needs is missing or too old in this environment (flashinfer_python "
+        ">= 0.7.2 for --attention-backend flashinfer): pick another backend or install the package",
+        source="sglang/srt/utils/common.py: assert_pkg_version (called at launch by sglang/srt/entrypoints/engine.py)",
     ),
     CrashRule(
         "out_of_memory",

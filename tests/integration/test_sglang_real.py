@@ -1,0 +1,186 @@
+"""The harness against the real SGLang 0.5.23 on this CPU (SGLANG_USE_CPU_ENGINE=1 --device cpu, the SmolLM2 folder of
+the vLLM tests). One server for the whole module, launched and torn down by the harness's own code
+(serving/server.py with the SGLang engine's launch plan); the tests that only read share it, and the last test tears
+it down and proves nothing of the real process tree is left. A crash cell runs beside it (it dies during start-up).
+The module's budget is one server start, a few short requests and one crash: about 2-3 minutes on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from evalharness.matrix.load import load_matrix
+from evalharness.phases.quality import run_quality
+from evalharness.phases.throughput.client import LoadClient, run_scenario
+from evalharness.serving.engines._common import prometheus_totals
+from evalharness.serving.engines.sglang import COUNTERS, SglangEngine
+from evalharness.serving.engines.sglang_logs import LOG_RULES
+from evalharness.serving.logscan import classify_crash
+from evalharness.serving.server import ServerProcess
+from tests.integration.conftest import REPO, SERVED_NAME, free_port, run_harness
+from tests.integration.sglang_real import require_sglang, sglang_matrix
+
+pytestmark = [pytest.mark.timeout(900)]
+
+ENGINE = SglangEngine()
+# the real logs are kept here after every run (ignored by git); tests/data/sglang-0.5.23-cpu-*.log were copied from it
+KEEP = REPO / ".cache" / "test-artifacts"
+
+
+def _launch(tmp: Path, cell_args: str, name: str):
+    matrix, cells, _ = load_matrix(sglang_matrix(tmp, {name: cell_args}))
+    cell = cells[0]
+    plan = ENGINE.launch_plan(matrix, cell, free_port(), str(tmp))
+    server = ServerProcess(plan.argv, plan.env, tmp / "server.log", plan.root_url + plan.health_path)
+    server.start()
+    return matrix, plan, server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    require_sglang()
+    tmp = tmp_path_factory.mktemp("sglang-real")
+    matrix, plan, server = _launch(tmp, "{}", "ref")
+    try:
+        readiness = server.wait_ready(600)
+        if readiness.outcome != "ready":
+            pytest.fail(f"the real SGLang did not start ({readiness}); its log:\n"
+                        f"{server.log_path.read_text(errors='replace')[-3000:]}")
+        print(f"real SGLang ready after {readiness.seconds:.1f}s")
+        yield {"matrix": matrix, "plan": plan, "server": server, "readiness": readiness, "tmp": tmp}
+    finally:
+        server.stop(grace_s=30, terminate=ENGINE.terminate)
+
+
+def test_ready_through_health_generate(served):
+    plan, server = served["plan"], served["server"]
+    assert plan.health_path == "/health_generate" and served["readiness"].outcome == "ready"
+    log = server.log_path.read_text(errors="replace")
+    assert "The server is fired up and ready to roll!" in log
+    # the harness's poll was the one that got 200, from the process we launched (its log shows the request)
+    assert '"GET /health_generate HTTP/1.1" 200' in log
+    assert httpx.get(plan.root_url + "/health_generate", timeout=30).status_code == 200
+
+
+def test_resolved_settings_and_facts_from_server_info(served):
+    plan, matrix = served["plan"], served["matrix"]
+    log = served["server"].log_path.read_text(errors="replace")
+    with httpx.Client(timeout=30) as client:
+        resolved = ENGINE.resolved_config(client, plan, log)
+        facts = ENGINE.server_facts(client, plan, matrix)
+    # what the CPU build resolved by itself: attention falls back to torch_native, no CUDA graphs
+    assert resolved["device"] == "cpu" and resolved["attention_backend"] == "torch_native"
+    assert resolved["dtype"] == "float32" and resolved["max_total_tokens"] == 8192
+    assert not any(k in resolved for k in ("port", "host", "launch_command", "model_path"))
+    # measured at startup, not chosen: facts, never settings
+    for measured in ("max_total_num_tokens", "max_req_input_len", "status"):
+        assert measured not in resolved
+    assert facts["versions"]["sglang"] == "0.5.23"
+    assert facts["token_capacity"] == 8192
+
+
+def test_throughput_figures_match_the_engines_counters(served):
+    plan = served["plan"]
+    with httpx.Client(timeout=120) as client:
+        before = ENGINE.before_load(client, plan)
+        assert before["flush_status"] == 200, before  # idle: SGLang's /flush_cache answers 200
+        client_side = LoadClient(plan.base_url, plan.served_model_name, api="chat", timeout_s=300,
+                                 extra_body=ENGINE.load_request_extras)
+        result = run_scenario(client_side, name="two", concurrency=2, request_rate=None, input_len=32,
+                              output_len=16, requests=2, duration_s=None, warmup=0)
+        after = prometheus_totals(client.get(plan.root_url + "/metrics").text, COUNTERS)
+    assert result.completed == 2 and result.output_tokens == 32, result
+    # the engine's own count of generated tokens moved by exactly what the client counted from usage
+    key = "sglang:generation_tokens_total"
+    assert after[key] - before[key] == result.output_tokens
+    assert ENGINE.after_load(httpx.Client(timeout=30), plan, before) == {}  # not speculative: no acceptance figure
+
+
+def test_quality_generation_task_through_sglang(served, tmp_path):
+    """lm-eval's RemoteTokenizer needs /tokenizer_info, which SGLang lacks (404): SGLang cells score generation tasks
+    with tokenizer none (the matrix check refuses remote for SGLang)."""
+    plan, server = served["plan"], served["server"]
+    done = []
+    run_quality(["eh_capitals"], plan.base_url, plan.served_model_name, tmp_path / "cell", tmp_path,
+                lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
+                api="completions", tokenizer="none", concurrency=2, limit=6, request_timeout_s=300,
+                task_timeout_s=600, retries=0, done=done)
+    assert len(done) == 1 and not done[0].error, done
+    assert done[0].value is not None and done[0].value >= 0.5, done[0]  # SmolLM2 knows capitals (9/10 on vLLM)
+    with httpx.Client(timeout=10) as client:
+        assert client.get(plan.root_url + "/tokenizer_info").status_code == 404  # why remote cannot work
+
+
+def test_distribution_figures_exist_on_the_real_server(served, tmp_path):
+    """The numerics check's path on SGLang (native /generate by token ids: SGLang's completions echo gives
+    text_offset -1 for every token, so offsets cannot place a continuation): two contexts, 8 tokens, both scored."""
+    from evalharness.phases import distribution
+
+    plan = served["plan"]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"id": "d01", "prompt": "The capital of France is Paris. The capital of Germany is"}\n'
+                       '{"id": "d02", "prompt": "Once upon a time, in a small village by the sea, there lived"}\n')
+    summary, tally = distribution.run_phase(plan.base_url, plan.served_model_name, tmp_path, tmp_path, True, 300,
+                                            prompts_path=prompts, max_tokens=8, path_kind=ENGINE.logprob_path,
+                                            root_url=plan.root_url)
+    assert summary["path"] == "generate" and summary["contexts"] == 2, summary
+    assert summary["scored"] == 2 and summary["positions"] == 16 and not summary["error"], summary
+
+
+def test_a_real_startup_crash_is_classified_from_its_log(tmp_path):
+    require_sglang()
+    _, _, server = _launch(tmp_path, "{args: {--attention-backend: flashinfer}}", "flashinfer")
+    try:
+        readiness = server.wait_ready(600)
+    finally:
+        teardown = server.stop(grace_s=30, terminate=ENGINE.terminate)
+    assert readiness.outcome == "exited" and readiness.returncode != 0
+    assert teardown.leftover == []
+    log = server.log_path.read_text(errors="replace")
+    crash = classify_crash(log, LOG_RULES)
+    assert crash.kind == "unsupported_kernel", crash
+    assert "flashinfer_python with minimum required version 0.7.2 is not installed" in crash.line
+    KEEP.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(server.log_path, KEEP / "sglang-0.5.23-cpu-flashinfer-missing.log")
+    proc = run_harness("diagnose", str(server.log_path), "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    diagnosis = json.loads(proc.stdout)
+    assert diagnosis["engine"] == "sglang" and diagnosis["engine_guessed"]
+    assert diagnosis["crashed"] and diagnosis["crash"]["kind"] == "unsupported_kernel"
+    assert "assert_pkg_version" in diagnosis["crash_source"]
+
+
+def test_diagnose_on_the_served_log_finds_no_crash(served):
+    proc = run_harness("diagnose", str(served["server"].log_path), "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    diagnosis = json.loads(proc.stdout)
+    assert diagnosis["engine"] == "sglang" and not diagnosis["crashed"], diagnosis.get("crash")
+
+
+def test_teardown_leaves_nothing_of_the_real_tree(served):
+    """Last in the module: stops the shared server. The tree is the launcher, sglang::scheduler (no " TP0" at TP 1),
+    sglang::detokenizer and a multiprocessing resource tracker, all in the launcher's process group."""
+    server = served["server"]
+    launcher = psutil.Process(server.pid)
+    family = [launcher, *launcher.children(recursive=True)]
+    names = {p.pid: " ".join(p.cmdline()) or p.name() for p in family}
+    titles = " | ".join(names.values())
+    assert "sglang::scheduler" in titles and "sglang::detokenizer" in titles, titles
+    assert "sglang::scheduler_TP0" not in titles and "TP0" not in titles
+    assert "resource_tracker" in titles, titles
+    assert all(os.getpgid(p.pid) == server.pid for p in family)
+    begin = time.monotonic()
+    teardown = server.stop(grace_s=30, terminate=ENGINE.terminate)
+    assert teardown.sigterm_to == "launcher" and teardown.leftover == []
+    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    print(f"teardown {time.monotonic() - begin:.1f}s, signals {teardown.signals}")
+    KEEP.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(server.log_path, KEEP / "sglang-0.5.23-cpu-serve.log")
