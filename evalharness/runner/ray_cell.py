@@ -12,6 +12,7 @@ Imports Ray only inside the task, so the module loads on a machine without it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import psutil
 
@@ -31,6 +32,7 @@ from evalharness.records.provenance import machine_info
 from evalharness.records.run import CellResult
 from evalharness.runner.cell import run_cell
 from evalharness.runner.progress import Progress
+from evalharness.runner.reverse import LOG_NAME, serve_and_score
 from evalharness.runner.run import RunError, check_task_data, preflight
 from evalharness.runner.signals import INTERRUPT
 from evalharness.runner.transfer import pack, unpack
@@ -115,11 +117,7 @@ def cell_task(matrix_data: dict, cell_data: dict, reference_id: str, position: t
         check_task_data(matrix)
     except RunError as exc:
         return {"preflight": f"on node {facts['hostname']} ({facts['ip']}): {exc}", "node": facts, "notes": notes}
-    folder = Path(tempfile.mkdtemp(prefix=f"{cell.id}-", dir=root))
-    me = psutil.Process()
-    (folder / OWNER).write_text(json.dumps({"pid": me.pid, "create_time": me.create_time(), "cell": cell.id}))
-    guard = _start_guard(folder)
-    try:
+    with _scratch(root, cell.id) as folder:
         run_dir = folder / "run"
         unpack(reference_files, run_dir / "cells" / reference_id)
         unpack(own_folder, run_dir / "cells" / cell.id)
@@ -134,6 +132,40 @@ def cell_task(matrix_data: dict, cell_data: dict, reference_id: str, position: t
             result = result.model_copy(update={"node": facts})
             return {"result": result.model_dump(mode="json"), "node": facts, "notes": notes,
                     "folder": pack(run_dir / "cells" / cell.id), "seconds": round(time.monotonic() - begin, 3)}
+
+
+def reverse_task(matrix_data: dict, reference_data: dict, own_samples: dict[str, bytes]) -> dict[str, Any]:
+    """The numerics check's reverse direction on a node (runner/reverse.py): serve the reference, score each cell's
+    shipped own samples, tear down. Returns {"scores": {cell id: its reverse_scored.jsonl packed}, "log": the
+    reference's reverse-server.log packed, "note": the run's note, "node": node facts, "notes": sweep findings}."""
+    matrix, reference = Matrix.model_validate(matrix_data), Cell.model_validate(reference_data)
+    engine = ENGINES[matrix.engine]
+    root = scratch_root()
+    root.mkdir(parents=True, exist_ok=True)
+    notes = [f"on {os.uname().nodename}: {found}" for found in sweep_dead_scratch(root)]
+    facts = node_facts()
+    with _scratch(root, f"{reference.id}-reverse") as folder:
+        run_dir = folder / "run"
+        (run_dir / "cells" / reference.id).mkdir(parents=True)
+        for cid, data in own_samples.items():
+            unpack(data, run_dir / "cells" / cid)
+        with INTERRUPT.installed():
+            note = serve_and_score(matrix, engine, reference, run_dir, sorted(own_samples), Progress(total=1),
+                                   gpu_baseline=False)
+        return {"note": f"{note} (on {facts['hostname']})", "node": facts, "notes": notes,
+                "scores": {cid: pack(run_dir / "cells" / cid, {"reverse_scored.jsonl"}) for cid in own_samples},
+                "log": pack(run_dir / "cells" / reference.id, {LOG_NAME})}
+
+
+@contextlib.contextmanager
+def _scratch(root: Path, name: str) -> Iterator[Path]:
+    """A scratch folder owned by this worker, with a node guard watching it; both gone afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root))
+    me = psutil.Process()
+    (folder / OWNER).write_text(json.dumps({"pid": me.pid, "create_time": me.create_time(), "cell": name}))
+    guard = _start_guard(folder)
+    try:
+        yield folder
     finally:
         _stop_guard(guard)
         shutil.rmtree(folder, ignore_errors=True)

@@ -5,6 +5,8 @@ The reference runs first, alone: every other cell is judged against its probe an
 other cell is a Ray task asking for what one cell needs (`cluster.gpus_per_cell`, default its parallel sizes; plus
 `cluster.resources`), so Ray never gives two cells one GPU; each runs where it lands (runner/ray_cell.py) and sends
 its folder back in its return value. This process alone writes results.json and the reports, after every cell.
+When every cell is in, the numerics check's reverse direction is one more task on a node that has what the reference
+asks for: the reference served again to score the cells' own samples (runner/reverse.py), as a local run does.
 
 Faults: a cell whose node or worker is lost mid-cell is submitted again, up to `cluster.max_retries` times, with a
 note; then it is recorded as `error` with the reason. Ctrl-C or SIGTERM cancels every task (each tears its server
@@ -28,12 +30,13 @@ from evalharness.records.provenance import now_iso
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.outputs import render_all
 from evalharness.runner.progress import Progress
-from evalharness.runner.ray_cell import cell_task
+from evalharness.runner.reverse import pending_reverse
+from evalharness.runner.ray_cell import cell_task, reverse_task
 from evalharness.runner.run import family_size
 from evalharness.runner.ray_plan import cell_demand, fits, lost_reason, overlap_notes
 from evalharness.runner.run import RunError, open_run
 from evalharness.runner.signals import INTERRUPT, Interrupted
-from evalharness.runner.transfer import pack, replace_folder
+from evalharness.runner.transfer import pack, replace_folder, unpack
 from evalharness.serving.engines import ENGINES
 
 WAIT_S = 1.0  # how often the driver looks at its tasks (and at signals)
@@ -204,6 +207,8 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
                         step()
             while tasks:
                 step()
+            if len(run.cells) == len(cells):  # the numerics check's reverse direction (runner/reverse.py)
+                _reverse_on_a_node(ray, matrix, reference, run, out_dir, demands[reference.id], progress)
             run.complete = len(run.cells) == len(cells)
         except (KeyboardInterrupt, Interrupted) as exc:
             with INTERRUPT.deferred():
@@ -226,6 +231,43 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
                     _save(run, out_dir)
                 progress.close()
     return run, exit_status
+
+
+def _reverse_on_a_node(ray: Any, matrix: Matrix, reference: Cell, run: RunResult, out_dir: Path,
+                       demand: dict[str, float], progress: Progress) -> None:
+    """The reference served once more on a node that has what it asks for, to score the cells' own samples there
+    (ray_cell.reverse_task); the scores and the server's log come back into the run folder. A task that fails is a
+    note, never a failed cell (`--resume` tries again); an interrupt cancels it as it cancels a cell."""
+    todo = pending_reverse(matrix, ENGINES[matrix.engine], reference, run, out_dir)
+    if not todo:
+        return
+    samples = {cid: pack(out_dir / "cells" / cid, {"own_samples.jsonl"}) for cid in todo}
+    progress.message(f"numerics check: serving the reference again on a node to score {len(todo)} cells' own samples")
+    ref = ray.remote(reverse_task).options(
+        num_cpus=0, num_gpus=demand.get("GPU", 0), resources={k: v for k, v in demand.items() if k != "GPU"} or None,
+        max_retries=0, retry_exceptions=False, name=f"evalharness:{reference.id}:reverse").remote(
+        matrix.model_dump(mode="json"), reference.model_dump(mode="json"), samples)
+    try:
+        while not ray.wait([ref], num_returns=1, timeout=WAIT_S)[0]:
+            if INTERRUPT.pending is not None:  # acted on between Ray calls, as in _drive
+                signum, INTERRUPT.pending = INTERRUPT.pending, None
+                raise Interrupted(signum)
+        payload = ray.get(ref)
+    except (KeyboardInterrupt, Interrupted):
+        _cancel_all(ray, {ref: None}, matrix, lambda task: None)
+        raise
+    except ray.exceptions.RayError as exc:
+        run.notes.append(f"numerics check: the reference's Ray task to score the cells' own samples failed "
+                         f"({lost_reason(exc)}): no reverse figures; --resume tries again")
+        return
+    with INTERRUPT.deferred():
+        for cid, data in payload["scores"].items():
+            unpack(data, out_dir / "cells" / cid)
+        unpack(payload["log"], out_dir / "cells" / reference.id)
+        run.notes.extend(f"Node sweep {note}" for note in payload.get("notes", []))
+        run.notes.append(payload["note"])
+        refresh_drift(run, out_dir)
+        _save(run, out_dir)
 
 
 def _step(ray: Any, tasks: dict[Any, "_Task"], settle, demands, matrix: Matrix, out_dir: Path, record) -> None:

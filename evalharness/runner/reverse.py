@@ -5,6 +5,8 @@ keeping it running beside the cells would hold a second GPU's worth of memory.
 
 Runs only for cells whose own samples have no reference scores yet, so `run --resume` finishes it and a finished
 run does nothing. An external endpoint is not relaunched (nothing was launched): its reverse figure is unavailable.
+A Ray run does the same on a node that has what the reference asks for (runner/ray_cell.py `reverse_task` calls
+`serve_and_score` there, with the cells' own samples shipped out and their scores shipped back).
 The reference's relaunch is recorded in the run's notes with its seconds; a failure to serve it is a note too,
 never a failed cell: the forward direction stands without it.
 """
@@ -39,15 +41,31 @@ def cells_to_score(run: RunResult, out_dir: Path) -> list[str]:
     return out
 
 
+def pending_reverse(matrix: Matrix, engine: Engine, reference: Cell, run: RunResult, out_dir: Path) -> list[str]:
+    """The cells whose reverse direction is still to score: none when the check is off, the engine is external or
+    the reference did not end ok."""
+    if not matrix.distribution.enabled or engine.name == "external":
+        return []
+    ref = run.cells.get(reference.id)
+    if ref is None or ref.status != "ok":
+        return []
+    return cells_to_score(run, out_dir)
+
+
 def reverse_pass(matrix: Matrix, engine: Engine, reference: Cell, run: RunResult, out_dir: Path,
                  progress: Progress) -> None:
-    """Serve the reference, score what `cells_to_score` names, tear it down (always)."""
-    if not matrix.distribution.enabled or engine.name == "external":
-        return
-    ref = run.cells.get(reference.id)
-    todo = cells_to_score(run, out_dir)
-    if not todo or ref is None or ref.status != "ok":
-        return
+    """On this machine: serve the reference, score what `pending_reverse` names, tear it down; a note either way."""
+    todo = pending_reverse(matrix, engine, reference, run, out_dir)
+    if todo:
+        run.notes.append(serve_and_score(matrix, engine, reference, out_dir, todo, progress))
+
+
+def serve_and_score(matrix: Matrix, engine: Engine, reference: Cell, out_dir: Path, todo: list[str],
+                    progress: Progress, gpu_baseline: bool = True) -> str:
+    """Serve the reference from `out_dir`'s run, write each `todo` cell's reverse_scored.jsonl from its
+    own_samples.jsonl, tear the server down (always); the run's note on what happened (never raises for the
+    server's sake: the forward direction stands without it). `gpu_baseline` False on a Ray node, where nvidia-smi
+    shows the other nodes' cells too."""
     begin = time.monotonic()
     port = matrix.port or free_port(matrix.host)
     plan = engine.launch_plan(matrix, reference, port, str(out_dir.resolve()))
@@ -55,16 +73,15 @@ def reverse_pass(matrix: Matrix, engine: Engine, reference: Cell, run: RunResult
     progress.message(f"numerics check: serving the reference again to score {len(todo)} cells' own samples")
     server = ServerProcess(plan.argv, plan.env, ref_dir / LOG_NAME, plan.root_url + plan.health_path,
                            pid_file=ref_dir / "server.pid")
-    gpu_before = gpu_memory_used_mib()
+    gpu_before = gpu_memory_used_mib() if gpu_baseline else None
     try:
         server.start()
         readiness = server.wait_ready(matrix.timeouts.startup_s)
         if readiness.outcome != "ready":
-            run.notes.append(f"numerics check: the reference did not serve again ({readiness.outcome} after "
-                             f"{readiness.seconds:.0f}s, see cells/{reference.id}/{LOG_NAME}): no reverse figures")
-            return
+            return (f"numerics check: the reference did not serve again ({readiness.outcome} after "
+                    f"{readiness.seconds:.0f}s, see cells/{reference.id}/{LOG_NAME}): no reverse figures")
         path = logprobs.open_path(engine.logprob_path, plan.base_url, plan.root_url, plan.served_model_name,
-                                      matrix.timeouts.request_s, matrix.requests.retries, matrix.requests.hung_after)
+                                  matrix.timeouts.request_s, matrix.requests.retries, matrix.requests.hung_after)
         try:
             for cid in todo:
                 folder = out_dir / "cells" / cid
@@ -73,10 +90,10 @@ def reverse_pass(matrix: Matrix, engine: Engine, reference: Cell, run: RunResult
                 save_scored(folder / "reverse_scored.jsonl", scored)
         finally:
             path.close()
-        run.notes.append(f"numerics check: the reference was served again for {time.monotonic() - begin:.0f}s "
-                         f"(startup {readiness.seconds:.0f}s) to score the own samples of {len(todo)} cells "
-                         "(the reverse direction); requests: " + path.tally.describe())
+        return (f"numerics check: the reference was served again for {time.monotonic() - begin:.0f}s "
+                f"(startup {readiness.seconds:.0f}s) to score the own samples of {len(todo)} cells "
+                "(the reverse direction); requests: " + path.tally.describe())
     except LaunchError as exc:
-        run.notes.append(f"numerics check: the reference could not be launched again ({exc}): no reverse figures")
+        return f"numerics check: the reference could not be launched again ({exc}): no reverse figures"
     finally:
         tear_down(server, engine.terminate, matrix.timeouts, gpu_before)

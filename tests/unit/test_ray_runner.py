@@ -270,6 +270,83 @@ def test_a_worker_without_the_harness_stops_the_run(tmp_path):
         _drive(tmp_path, {"tp-a": [_TaskError(ModuleNotFoundError("No module named 'evalharness'"))]}, 2)
 
 
+class NodeRay:
+    """Runs the reverse task's driver side: records what was submitted and answers as a node would, with each shipped
+    cell's samples scored (copied) and the reference's log; or raises `failure` from get."""
+
+    exceptions = FakeRay.exceptions
+
+    def __init__(self, failure: BaseException | None = None):
+        self.failure, self.submitted = failure, []
+
+    def remote(self, fn):
+        fake = self
+
+        class Remote:
+            def options(self, **kw):
+                return SimpleNamespace(remote=lambda *args: fake.submitted.append((fn.__name__, kw, args)) or "ref")
+        return Remote()
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref):
+        if self.failure:
+            raise self.failure
+        scores = {}
+        for cid, data in self.submitted[-1][2][2].items():
+            unpack(data, self.tmp / cid)
+            (self.tmp / cid / "own_samples.jsonl").rename(self.tmp / cid / "reverse_scored.jsonl")
+            scores[cid] = pack(self.tmp / cid, {"reverse_scored.jsonl"})
+        (self.tmp / "ref").mkdir()
+        (self.tmp / "ref" / "reverse-server.log").write_text("served")
+        return {"scores": scores, "log": pack(self.tmp / "ref"), "note": "numerics check: served again (on host-n1)",
+                "notes": [], "node": _node("n1")}
+
+
+def _reverse_run(tmp_path):
+    from evalharness.records.cellfiles import save_scored
+    from tests.unit.test_numerics import _scored
+
+    matrix, cells = _cells(a={"--tp": 1}, b={"--tp": 1}, c={"--tp": 1})
+    out = tmp_path / "out"
+    run = open_run(matrix, cells, cells[0], tmp_path / "m.yaml", out, False)
+    run.cells.update({c.id: _cell(c.id, _node("n1"), status="crashed" if c.id == "tp-c" else "ok") for c in cells})
+    for c in cells[1:]:
+        (out / "cells" / c.id).mkdir(parents=True)
+        save_scored(out / "cells" / c.id / "own_samples.jsonl", [_scored("s0", [5, 6], [-0.5, -1.0], prompt_ids=[1])])
+        (out / "cells" / c.id / "server.log").write_text("not shipped")
+    return matrix, cells, out, run
+
+
+def test_on_ray_the_reverse_direction_is_one_more_task_that_brings_the_scores_back(tmp_path):
+    matrix, cells, out, run = _reverse_run(tmp_path)
+    fake = NodeRay()
+    fake.tmp = tmp_path / "node"
+    ray_runner._reverse_on_a_node(fake, matrix, cells[0], run, out, {"GPU": 1.0}, Progress(total=3))
+    [(name, options, (_, reference, shipped))] = fake.submitted
+    assert name == "reverse_task" and reference["id"] == "tp-a"
+    assert options["num_gpus"] == 1.0 and options["max_retries"] == 0 and options["name"].endswith(":reverse")
+    assert sorted(shipped) == ["tp-b"]  # a crashed cell's samples are not scored
+    unpack(shipped["tp-b"], tmp_path / "seen")
+    assert [p.name for p in (tmp_path / "seen").rglob("*")] == ["own_samples.jsonl"]  # nothing else travels
+    assert (out / "cells" / "tp-b" / "reverse_scored.jsonl").exists()
+    assert (out / "cells" / "tp-a" / "reverse-server.log").exists()
+    assert run.notes[-1] == "numerics check: served again (on host-n1)"
+    assert "served again" in json.loads((out / "results.json").read_text())["notes"][-1]
+    ray_runner._reverse_on_a_node(fake, matrix, cells[0], run, out, {"GPU": 1.0}, Progress(total=3))
+    assert len(fake.submitted) == 1  # a finished pass is not submitted again (a resumed run)
+
+
+def test_on_ray_a_failed_reverse_task_is_a_note_and_resume_tries_again(tmp_path):
+    matrix, cells, out, run = _reverse_run(tmp_path)
+    fake = NodeRay(failure=_NodeDied("node 2 died\nmore"))
+    ray_runner._reverse_on_a_node(fake, matrix, cells[0], run, out, {"GPU": 1.0}, Progress(total=3))
+    assert "failed (_NodeDied: node 2 died)" in run.notes[-1] and "--resume tries again" in run.notes[-1]
+    assert not (out / "cells" / "tp-b" / "reverse_scored.jsonl").exists()
+    assert all(c.status != "error" for c in run.cells.values() if c.id != "tp-c")
+
+
 # --- the node guard -----------------------------------------------------------------------------------------------
 
 def _fake_server(folder: Path, marker: str) -> subprocess.Popen:
