@@ -472,7 +472,16 @@ async def main() -> None:
     app.router.add_post("/v1/chat/completions", server.generate)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, server.args.get("--host", "127.0.0.1"), int(server.args["--port"])).start()
+    # http_server.py launch_server: Engine._launch_subprocesses blocks until the schedulers have loaded the weights,
+    # and only then does uvicorn bind the port: a port taken meanwhile fails the bind ([Errno 98])
+    await asyncio.sleep(0.3 * float(os.environ.get("STANDIN_LOAD_FACTOR", "1")))
+    try:
+        await web.TCPSite(runner, server.args.get("--host", "127.0.0.1"), int(server.args["--port"])).start()
+    except OSError as exc:
+        log(f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address: {exc.strerror}")  # uvicorn
+        server.scheduler.kill()
+        server.detokenizer.kill()
+        raise SystemExit(1)
     stop = asyncio.Event()
 
     def sigterm() -> None:  # tokenizer_manager.py: SignalHandler.sigterm_handler
@@ -488,7 +497,7 @@ async def main() -> None:
         server.on_first_request = lambda: None
 
     server.on_first_request = install_sigterm_handler
-    await asyncio.sleep(0.3 * float(os.environ.get("STANDIN_LOAD_FACTOR", "1")))  # load weights: 503 meanwhile
+    await asyncio.sleep(0.05)  # http_server.py _wait_and_warmup: /health answers 503 until the warm-up is done
     server.on_first_request()  # http_server.py: _wait_and_warmup sends a /generate warm-up before "fired up"
     server.ready = True
     log("The server is fired up and ready to roll!")  # http_server.py
