@@ -14,8 +14,8 @@ import time
 import psutil
 import pytest
 
-from tests.integration.conftest import (ENGINE_MODULE, FAULT_ENGINE, HARNESS, REPO, engine_processes, matrix_yaml,
-                                        run_harness)
+from tests.integration.conftest import (ENGINE_MODULE, FAULT_ENGINE, FULL_TREE_ENV, HARNESS, REPO, engine_processes,
+                                        matrix_yaml, run_harness)
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
 
@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
 @pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_while_the_server_starts(engine, tmp_path, sig, status):
     matrix = tmp_path / "m.yaml"
-    matrix.write_text(matrix_yaml(engine, {"a": "{args: {--dtype: bfloat16}}", "b": "{args: {--dtype: float32}}"}))
+    matrix.write_text(matrix_yaml(engine, {"a": "{args: {--dtype: bfloat16}}", "b": "{args: {--dtype: float32}}"},
+                                  env=FULL_TREE_ENV))  # vLLM's own three-process tree: its teardown is under test
     out = tmp_path / "out"
     harness = subprocess.Popen([*HARNESS, "run", "--matrix", str(matrix), "--out", str(out)], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
