@@ -14,7 +14,9 @@ draws the fixed design uses in full, so the designs differ only by their rule):
 - sequential + screening: the reference runs all Rr; a cell's task runs in looks `default_looks(Rc)`, and after
   each look `decide_look(evidence so far, margin, look_levels(alpha, looks)[k], family_size=cells x tasks)`; the task
   stops at the first stop ("equivalent" or "worse"); a cell that is not faster than the reference (`screened(verdict,
-  full_quality=False)`; here a stated half of the cells) runs only the first look of every task. The final analysis
+  full_quality=False)`; here a stated half of the cells) runs only the first look of every task: its first repeat,
+  or, for a task it runs once, `--screen-documents` (quality.screen_documents, 0.25) of its documents, judged as a
+  fixed design of those documents at the full alpha. The final analysis
   is `decide_family` over every comparison with `alphas[(cell, task)] = final_alpha(alpha, looks, repeats reached)`.
 
 Every run is decided by a numpy replica of those functions (the t-test over documents, the continuity-corrected
@@ -53,6 +55,10 @@ from evalharness.analysis.equivalence import cell_outcome, decide_family  # noqa
 from evalharness.analysis.sequential import (decide_look, default_looks, final_alpha, look_levels,  # noqa: E402
                                              screened)
 from evalharness.analysis.stats import PairedEvidence, paired_evidence, tango_z  # noqa: E402
+from evalharness.matrix.quality import QualitySection  # noqa: E402
+
+# a screened cell's share of the documents of a task it runs once (quality.screen_documents; the matrix's default)
+SCREEN_DOCUMENTS = QualitySection.model_fields["screen_documents"].default
 
 EQUIVALENT, INCONCLUSIVE, WORSE = 0, 1, 2
 CODE = {"equivalent": EQUIVALENT, "inconclusive": INCONCLUSIVE, "worse": WORSE}
@@ -79,6 +85,11 @@ class Task:
     @property
     def looks(self) -> list[int]:
         return default_looks(self.cell_repeats)
+
+    def screened_docs(self, share: float) -> int | None:
+        """The documents a screened cell answers of this task: a share of them when the task runs once (its first
+        look is then a batch of documents, _lmeval_worker.document_subsets), else None (its first repeat)."""
+        return max(1, math.ceil(self.docs * share)) if self.cell_repeats == 1 and share < 1 else None
 
     def draw_p(self, rng: np.random.Generator, trials: int) -> np.ndarray:
         if self.p is not None:
@@ -270,8 +281,10 @@ def _factors(task: Task, mix: Mix, drop: float, broken_factor: float) -> np.ndar
 
 
 def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, drop: float, broken_factor: float,
-             trials: int, seed: int | Sequence[int], check: int = 0, chunk: int = 100) -> Result:
-    """`trials` simulated runs of both designs on the same draws."""
+             trials: int, seed: int | Sequence[int], check: int = 0, chunk: int = 100,
+             screen_documents: float = SCREEN_DOCUMENTS) -> Result:
+    """`trials` simulated runs of both designs on the same draws. A screened cell answers `screen_documents` of the
+    documents of a task it runs once (the first of them: draws are exchangeable, like the seeded order's prefix)."""
     tasks = list(tasks)
     cells, family = mix.cells, mix.cells * len(tasks)
     fast = np.array([not screened(verdict_of(f), False) for f in mix.fast])
@@ -283,7 +296,7 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
         size = min(chunk, trials - done)
         refs, looks_data = [], []
         fixed_p, fixed_eq, seq_p, seq_eq, seq_alpha, reached = [], [], [], [], [], []
-        task_idx, task_worse = [], []
+        task_idx, task_worse, shares = [], [], []
         per_task = []
         for task in tasks:
             looks = task.looks
@@ -314,22 +327,28 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
             # a task finds the cell worse only where its first stop is a worse (an equivalent stop ends it first)
             stopped_worse = np.take_along_axis(worse_at, first_stop[None], axis=0)[0]
             first_worse = np.where(stopped_worse, first_stop, len(looks))
-            per_task.append((task, looks, finals, p_look, eq_look, evid, first_stop, first_worse))
+            # a screened cell's evidence: its first look, which for a task it runs once is a batch of documents
+            sub = task.screened_docs(screen_documents)
+            sub_evid = evid[0] if sub is None else Evidence.of(ref[:, :sub], data[0][..., :sub])
+            screen = (sub_evid.p_above(margin), sub_evid.equivalent(margin, alpha),
+                      1.0 if sub is None else sub / task.docs)
+            per_task.append((task, looks, finals, p_look, eq_look, evid, first_stop, first_worse, screen))
         # a cell is worse once any task is: its other tasks stop at the look (round) that found it
         cell_worse_round = np.min(np.stack([np.asarray(t[1])[np.minimum(t[7], len(t[1]) - 1)] * (t[7] < len(t[1]))
                                             + (t[7] >= len(t[1])) * 10**9 for t in per_task], axis=-1), axis=-1)
-        for task, looks, finals, p_look, eq_look, evid, first_stop, first_worse in per_task:
+        for task, looks, finals, p_look, eq_look, evid, first_stop, first_worse, screen in per_task:
             looks_arr = np.asarray(looks)
             # the look each task ends at: its first stop, the cell's worse round, or the last look
             cut = np.searchsorted(looks_arr, np.minimum(cell_worse_round, looks_arr[-1]))
             idx = np.where(fast[None, :], np.minimum(first_stop, cut), 0)
             pick = lambda arrays: np.take_along_axis(np.stack(arrays), idx[None], axis=0)[0]  # noqa: E731
-            seq_p.append(pick(p_look))
+            seq_p.append(np.where(fast[None, :], pick(p_look), screen[0]))
             # decide()'s interval at final_alpha = the look's level: the same test; a screened cell is a fixed
             # design of its first look, at the full alpha
-            seq_eq.append(np.where(fast[None, :], pick(eq_look), evid[0].equivalent(margin, alpha)))
+            seq_eq.append(np.where(fast[None, :], pick(eq_look), screen[1]))
             seq_alpha.append(np.where(fast[None, :], np.asarray(finals)[idx], alpha))
-            reached.append(looks_arr[idx])
+            reached.append(np.where(fast[None, :], looks_arr[idx], screen[2]))  # repeats, or a share of one
+            shares.append(np.where(fast, 1.0, screen[2]))
             task_idx.append(idx)
             task_worse.append(np.where(fast[None, :], first_worse, len(looks)))
             fixed_p.append(p_look[-1])
@@ -343,11 +362,11 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
         reached_arr = np.stack(reached, axis=-1)
         # tokens only: a cell stopping all its tasks at the look round where its first task is called worse
         first_worse = np.min(np.stack(task_worse, axis=-1), axis=-1)
-        cell_stop_all.append(np.stack([np.asarray(t.looks)[np.minimum(task_idx[k], first_worse)]
+        cell_stop_all.append(np.stack([np.asarray(t.looks)[np.minimum(task_idx[k], first_worse)] * shares[k][None, :]
                                        for k, t in enumerate(tasks)], axis=-1))
         for i in range(min(size, check - result.checked)):
             _check(result, tasks, mix, refs, looks_data, i, margin, alpha, outcome["fixed"][i], outcome["seq"][i],
-                   reached_arr[i], done + i)
+                   reached_arr[i], done + i, screen_documents)
         fixed_all.append(outcome["fixed"])
         seq_all.append(outcome["seq"])
         reached_all.append(reached_arr)
@@ -359,13 +378,14 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
 
 
 def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarray],
-                        looks_data: Sequence[Sequence[np.ndarray]], margin: float,
-                        alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, list]:
+                        looks_data: Sequence[Sequence[np.ndarray]], margin: float, alpha: float,
+                        screen_documents: float = SCREEN_DOCUMENTS) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                             list, list]:
     """One run decided by the package's own functions, look by look. refs[k] (n,); looks_data[k][j] (C, n).
     (fixed outcomes (C, K), sequential outcomes (C, K), repeats reached (C, K), cell outcomes fixed, sequential)."""
     cells, family = mix.cells, mix.cells * len(tasks)
     fixed_family, seq_family, alphas = {}, {}, {}
-    reached = np.zeros((cells, len(tasks)), int)
+    reached = np.zeros((cells, len(tasks)))
     for c in range(cells):
         runs_all = not screened(verdict_of(mix.fast[c]), full_quality=False)
         # as the quality phase does it, repeat by repeat: a task looks at its own looks and stops when settled;
@@ -379,8 +399,10 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
             for k, task in enumerate(tasks):
                 if done not in plans[k] or done > end[k]:
                     continue
-                evidence = paired_evidence(refs[k], looks_data[k][plans[k].index(done)][c])
-                chosen[k] = (evidence, done)
+                # a screened cell of a task it runs once answers the first documents of the seeded order
+                kept = None if runs_all else task.screened_docs(screen_documents)
+                evidence = paired_evidence(refs[k][:kept], looks_data[k][plans[k].index(done)][c][:kept])
+                chosen[k] = (evidence, done, 1.0 if kept is None else kept / task.docs)
                 if done == end[k]:
                     continue
                 stop = decide_look(evidence, margin, look_levels(alpha, plans[k])[plans[k].index(done)],
@@ -393,9 +415,9 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
                     if end[k] > done:
                         end[k] = next(r for r in plans[k] if r >= done)
         for k, task in enumerate(tasks):
-            evidence, look = chosen[k]
+            evidence, look, share = chosen[k]
             fixed_family[(c, task.name)] = (paired_evidence(refs[k], looks_data[k][-1][c]), margin)
-            reached[c, k] = look
+            reached[c, k] = look * share
             seq_family[(c, task.name)] = (evidence, margin)
             alphas[(c, task.name)] = final_alpha(alpha, plans[k], look)
     out = []
@@ -407,9 +429,10 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
     return out[0], out[1], reached, cell_level[0], cell_level[1]
 
 
-def _check(result: Result, tasks, mix, refs, looks_data, i, margin, alpha, fixed, seq, reached, run) -> None:
+def _check(result: Result, tasks, mix, refs, looks_data, i, margin, alpha, fixed, seq, reached, run,
+           screen_documents: float) -> None:
     f, s, r, cf, cs = decide_with_package(tasks, mix, [x[i] for x in refs], [[d[i] for d in x] for x in looks_data],
-                                          margin, alpha)
+                                          margin, alpha, screen_documents)
     result.checked += 1
     same = (np.array_equal(f, fixed) and np.array_equal(s, seq) and np.array_equal(r, reached)
             and [CODE[o] for o in cf] == Result.cell_level(fixed[None])[0].tolist()
@@ -611,7 +634,8 @@ def done_when(mixed: dict, null: dict | None, token_goal: float, points: float) 
     d, se = _diff(s["power_all"], f["power_all"])
     lines.append(f"  [info] power on ALL cells, slow ones included: fixed {_rate(f['power_all'])[0]:.2%}, sequential "
                  f"{_rate(s['power_all'])[0]:.2%} (difference {d:+.2%} +-{se:.2%}): a screened cell is a fixed design "
-                 "of its first look (one repeat), too few samples to call a drop of twice the margin worse; it is "
+                 "of its first look (one repeat, or a share of the documents of a task it runs once), too few "
+                 "samples to call a drop of twice the margin worse; it is "
                  "never recommended, and a broken one is still caught")
     return lines
 
@@ -627,7 +651,9 @@ def parse_tasks(spec: str, consistency: float) -> list[tuple[str, int, float, fl
 
 
 def sized_tasks(sizes, *, consistency: float, margin: float, alpha: float, cells: int,
-                p: dict[str, np.ndarray] | None = None) -> list[Task]:
+                p: dict[str, np.ndarray] | None = None, cell_repeats: int | None = None) -> list[Task]:
+    """Each task's repeats from repeats_for_task; `cell_repeats` fixes the cells' (a matrix's `repeats`, the demo's
+    1), the reference keeping its sized ones."""
     tasks = []
     for name, docs, acc, tok in sizes:
         rho = consistency if not isinstance(consistency, dict) else consistency[name]
@@ -636,7 +662,7 @@ def sized_tasks(sizes, *, consistency: float, margin: float, alpha: float, cells
             print(f"  {name}: repeats_for_task finds no repeats (the documents' own spread of the drop is the "
                   "floor); left out")
             continue
-        tasks.append(Task(name, docs, acc, rho, tok, reps[0], reps[1], None if p is None else p[name]))
+        tasks.append(Task(name, docs, acc, rho, tok, cell_repeats or reps[0], reps[1], None if p is None else p[name]))
     return tasks
 
 
@@ -651,13 +677,15 @@ def print_tasks(tasks: Sequence[Task], cells: int, alpha: float) -> None:
 
 def run_regime(tasks: list[Task], mix: Mix, *, margin: float, alpha: float, drop: float, broken_factor: float,
                trials: int, null_trials: int, seed: int, check: int, label: str, token_goal: float,
-               points: float, boundary_trials: int = 0) -> bool:
+               points: float, boundary_trials: int = 0, screen_documents: float = SCREEN_DOCUMENTS) -> bool:
     print(f"\n  cell mix: {mix.describe()}; a broken cell answers with p_i x {broken_factor}; a dropped cell with "
           f"p_i (1 - {drop:.3g} / accuracy) (a true drop of {drop:.3g}) on every task; a slow cell is screened "
-          f"(screened(verdict, full_quality=False)); family {mix.cells} x {len(tasks)} = {mix.cells * len(tasks)}")
+          f"(screened(verdict, full_quality=False)): its first look, which for a task it runs once is "
+          f"{screen_documents:.0%} of the documents (quality.screen_documents); family {mix.cells} x {len(tasks)} = "
+          f"{mix.cells * len(tasks)}")
     start = time.perf_counter()
     res = simulate(tasks, mix, margin=margin, alpha=alpha, drop=drop, broken_factor=broken_factor, trials=trials,
-                   seed=_seed(seed, f"{label}/mixed"), check=check)
+                   seed=_seed(seed, f"{label}/mixed"), check=check, screen_documents=screen_documents)
     _note(res, f"{label} mixed")
     print(f"\n  -- mixed cells, {trials} simulated runs ({time.perf_counter() - start:.0f} s)")
     mixed = report_mixed(res)
@@ -668,7 +696,8 @@ def run_regime(tasks: list[Task], mix: Mix, *, margin: float, alpha: float, drop
         null_mix = Mix(tuple(UNCHANGED for _ in mix.kinds), mix.fast)
         start = time.perf_counter()
         nres = simulate(tasks, null_mix, margin=margin, alpha=alpha, drop=drop, broken_factor=broken_factor,
-                        trials=null_trials, seed=_seed(seed, f"{label}/null"), check=check)
+                        trials=null_trials, seed=_seed(seed, f"{label}/null"), check=check,
+                        screen_documents=screen_documents)
         _note(nres, f"{label} null")
         print(f"\n  -- null only: every one of {mix.cells} cells unchanged (the same fast / slow split), "
               f"{null_trials} simulated runs ({time.perf_counter() - start:.0f} s)")
@@ -678,7 +707,8 @@ def run_regime(tasks: list[Task], mix: Mix, *, margin: float, alpha: float, drop
         edge = Mix(tuple(DROPPED for _ in mix.kinds), mix.fast)
         start = time.perf_counter()
         bres = simulate(tasks, edge, margin=margin, alpha=alpha, drop=margin, broken_factor=broken_factor,
-                        trials=boundary_trials, seed=_seed(seed, f"{label}/boundary"), check=min(check, 2))
+                        trials=boundary_trials, seed=_seed(seed, f"{label}/boundary"), check=min(check, 2),
+                        screen_documents=screen_documents)
         _note(bres, f"{label} boundary")
         print(f"\n  -- the least favourable null: every one of {mix.cells} cells truly worse by exactly the margin "
               f"({margin:.3g}) on every task (a 'worse' call is an error here), {boundary_trials} simulated runs "
@@ -727,13 +757,14 @@ def from_run(args: argparse.Namespace) -> None:
           f"runs); the run's margin {margin}{several}, alpha {alpha}; {args.cells} cells (--cells), "
           f"{args.from_run_tokens:,.0f} tokens per answer on every task (assumed; the ratio does not depend on it)")
     print("\n".join(lines))
-    tasks = sized_tasks(sizes, consistency=rhos, margin=margin, alpha=alpha, cells=args.cells, p=probs)
+    tasks = sized_tasks(sizes, consistency=rhos, margin=margin, alpha=alpha, cells=args.cells, p=probs,
+                        cell_repeats=args.cell_repeats)
     print_tasks(tasks, args.cells, alpha)
     mix = Mix.of(args.cells, args.broken_share, args.dropped_share, args.slow_share)
     run_regime(tasks, mix, margin=margin, alpha=alpha, drop=args.drop_multiple * margin,
                broken_factor=args.broken_factor, trials=args.from_run_trials, null_trials=args.from_run_trials,
                seed=args.seed, check=args.check, label="from run", token_goal=args.token_goal, points=args.points,
-               boundary_trials=args.from_run_trials)
+               boundary_trials=args.from_run_trials, screen_documents=args.screen_documents)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -752,6 +783,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--broken-share", type=float, default=0.25)
     parser.add_argument("--dropped-share", type=float, default=0.25)
     parser.add_argument("--slow-share", type=float, default=0.5, help="share of each kind not faster (screened)")
+    parser.add_argument("--cell-repeats", type=int, help="every cell answers every task this many times (a matrix's "
+                        "`repeats`; 1: the demo's, where screening answers a share of the documents); default: "
+                        "repeats_for_task's")
+    parser.add_argument("--screen-documents", type=float, default=SCREEN_DOCUMENTS,
+                        help="a screened cell's share of the documents of a task it runs once (quality."
+                             f"screen_documents, default {SCREEN_DOCUMENTS}; 1: its whole first repeat)")
     parser.add_argument("--broken-factor", type=float, default=0.3, help="a broken cell's p_i multiplier")
     parser.add_argument("--drop-multiple", type=float, default=2.0, help="a dropped cell's true drop in margins")
     parser.add_argument("--token-goal", type=float, default=0.40)
@@ -769,13 +806,15 @@ def main(argv: Sequence[str] | None = None) -> int:
           "chains): " + ", ".join(f"{n} {tok:,.0f}" for n, _, _, tok in sizes))
     print("  model: p_i ~ Beta(accuracy, consistency) per run; a side's per-document score Binomial(R, p_i) / R; "
           "both designs on the same draws (nested repeats)")
-    tasks = sized_tasks(sizes, consistency=args.consistency, margin=args.margin, alpha=args.alpha, cells=args.cells)
+    tasks = sized_tasks(sizes, consistency=args.consistency, margin=args.margin, alpha=args.alpha, cells=args.cells,
+                        cell_repeats=args.cell_repeats)
     print_tasks(tasks, args.cells, args.alpha)
     mix = Mix.of(args.cells, args.broken_share, args.dropped_share, args.slow_share)
     run_regime(tasks, mix, margin=args.margin, alpha=args.alpha, drop=args.drop_multiple * args.margin,
                broken_factor=args.broken_factor, trials=args.trials, null_trials=args.null_trials, seed=args.seed,
-               check=args.check, label="sm120", token_goal=args.token_goal, points=args.points,
-               boundary_trials=args.boundary_trials)
+               check=args.check, label="sm120" + (f", cells answer {args.cell_repeats}x" if args.cell_repeats else ""),
+               token_goal=args.token_goal, points=args.points,
+               boundary_trials=args.boundary_trials, screen_documents=args.screen_documents)
     if args.from_run:
         from_run(args)
     print(f"\n{time.perf_counter() - start:.0f} s in all")

@@ -238,3 +238,26 @@ def test_every_task_of_a_broken_screened_cell_is_called_worse(mixed):
     res, _ = mixed
     broken_slow = ~np.array(res.mix.fast) & res.mix.mask(sd.BROKEN)
     assert np.all(res.seq[:, broken_slow, :] == sd.WORSE)
+
+
+def test_a_screened_cell_of_tasks_answered_once_uses_a_share_of_the_documents_and_the_package_agrees():
+    """Cells that answer each task once (the demo, a matrix with `repeats: 1`): a screened cell's first look is
+    `quality.screen_documents` of the documents, decided as a fixed design of them; the replica and the package's
+    own functions decide alike on it, a broken screened cell is still called worse, and its tokens are that share."""
+    tasks = sd.sized_tasks(sd.parse_tasks(sd.SM120, 0.5), consistency=0.5, margin=MARGIN, alpha=ALPHA, cells=CELLS,
+                           cell_repeats=1)
+    mix = sd.Mix.of(CELLS, 0.25, 0.25, 0.5)
+    res = sd.simulate(tasks, mix, margin=MARGIN, alpha=ALPHA, drop=2 * MARGIN, broken_factor=0.3, trials=60, seed=5,
+                      check=6)
+    assert res.checked == 6 and res.agreed == 6
+    slow = ~np.array(mix.fast)
+    shares = np.array([math.ceil(t.docs * sd.SCREEN_DOCUMENTS) / t.docs for t in tasks])
+    assert np.allclose(res.reached[:, slow, :], shares) and np.all(res.reached[:, ~slow, :] == 1)
+    broken_slow = mix.mask(sd.BROKEN, False)
+    assert np.all(res.seq[:, broken_slow, :] == sd.WORSE)
+    per_cell = np.array([t.docs * t.tokens for t in tasks])
+    assert res.cell_tokens(np.nonzero(broken_slow)[0][:1]) == pytest.approx(float(per_cell @ shares))
+    # with the whole first look (1: no share) the screened cell answers every document once
+    whole = sd.simulate(tasks, mix, margin=MARGIN, alpha=ALPHA, drop=2 * MARGIN, broken_factor=0.3, trials=4, seed=5,
+                        check=2, screen_documents=1.0)
+    assert whole.agreed == 2 and np.all(whole.reached == 1)
