@@ -4,7 +4,7 @@
 # start over.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh demo  # what the demo needs: harness, vLLM engine, model (no browser, no SGLang)
 OUT=${OUT:-reports/cpu-smollm2}
 status=0
 .venv/bin/evalharness run --matrix matrices/cpu-smollm2.yaml --out "$OUT" --resume || status=$?
