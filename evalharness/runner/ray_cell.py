@@ -108,10 +108,7 @@ def cell_task(matrix_data: dict, cell_data: dict, reference_id: str, position: t
     (the driver's cancel) tears the server down and is raised."""
     matrix, cell = Matrix.model_validate(matrix_data), Cell.model_validate(cell_data)
     engine = ENGINES[matrix.engine]
-    root = scratch_root()
-    root.mkdir(parents=True, exist_ok=True)
-    notes = [f"on {os.uname().nodename}: {found}" for found in sweep_dead_scratch(root)]
-    facts = node_facts()
+    root, notes, facts = _on_node()
     try:
         preflight(matrix, engine, cell)
         check_task_data(matrix)
@@ -140,10 +137,7 @@ def reverse_task(matrix_data: dict, reference_data: dict, own_samples: dict[str,
     reference's reverse-server.log packed, "note": the run's note, "node": node facts, "notes": sweep findings}."""
     matrix, reference = Matrix.model_validate(matrix_data), Cell.model_validate(reference_data)
     engine = ENGINES[matrix.engine]
-    root = scratch_root()
-    root.mkdir(parents=True, exist_ok=True)
-    notes = [f"on {os.uname().nodename}: {found}" for found in sweep_dead_scratch(root)]
-    facts = node_facts()
+    root, notes, facts = _on_node()
     with _scratch(root, f"{reference.id}-reverse") as folder:
         run_dir = folder / "run"
         (run_dir / "cells" / reference.id).mkdir(parents=True)
@@ -155,6 +149,15 @@ def reverse_task(matrix_data: dict, reference_data: dict, own_samples: dict[str,
         return {"note": f"{note} (on {facts['hostname']})", "node": facts, "notes": notes,
                 "scores": {cid: pack(run_dir / "cells" / cid, {"reverse_scored.jsonl"}) for cid in own_samples},
                 "log": pack(run_dir / "cells" / reference.id, {LOG_NAME})}
+
+
+def _on_node() -> tuple[Path, list[str], dict[str, Any]]:
+    """What every task does first on its node: the scratch root (made), the sweep of dead workers' scratch folders
+    (what it found, as notes) and the node's facts."""
+    root = scratch_root()
+    root.mkdir(parents=True, exist_ok=True)
+    notes = [f"on {os.uname().nodename}: {found}" for found in sweep_dead_scratch(root)]
+    return root, notes, node_facts()
 
 
 @contextlib.contextmanager

@@ -31,7 +31,9 @@ def harness_env(tmp_path: Path) -> dict[str, str]:
 
 def run_matrix(tmp_path: Path, axes: str, args: str = "{--max-running-requests: 8}", extra: str = "",
                throughput: bool = True, extra_env: dict[str, str] | None = None,
-               distribution: str = "{enabled: false}") -> tuple[subprocess.CompletedProcess, dict, Path]:
+               distribution: str = "{enabled: false}",
+               harness: list[str] | None = None) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    """Run the harness (`harness`: its argv before `run`, default the package) on a stand-in matrix."""
     scenarios = ("throughput: {scenarios: [{name: s, concurrency: 2, input_len: 16, output_len: 64, requests: 6, "
                  "warmup_requests: 2}]}") if throughput else ""
     matrix = tmp_path / "m.yaml"
@@ -50,7 +52,8 @@ distribution: {distribution}
 {scenarios}
 {"" if extra.startswith("probes") else extra}""")
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "evalharness", "run", "--matrix", str(matrix), "--out", str(out)],
+    proc = subprocess.run([*(harness or [sys.executable, "-m", "evalharness"]), "run", "--matrix", str(matrix),
+                           "--out", str(out)],
                           env={**harness_env(tmp_path), **(extra_env or {})}, capture_output=True, text=True, timeout=110, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, json.loads((out / "results.json").read_text())["cells"], out
@@ -324,29 +327,12 @@ def test_a_port_taken_during_startup_relaunches_the_cell_on_another_port_and_mea
     """The port is chosen free before launch, SGLang binds it only once loaded: here a listener takes it 0.5 s into a
     3 s load, the stand-in fails to bind ([Errno 98]), and the cell is relaunched on a new port, measured, counted
     and shown, instead of lost."""
-    matrix = tmp_path / "m.yaml"
-    matrix.write_text(f"""\
-name: contract
-engine: sglang
-model: stand-in/qwen3
-served_model_name: standin
-command: [{json.dumps(sys.executable)}, {json.dumps(str(STANDIN))}]
-env: {{STANDIN_LOAD_FACTOR: "10"}}
-axes:
-  c:
-    a: {{}}
-timeouts: {{startup_s: 30, teardown_grace_s: 10, gpu_release_s: 1}}
-probes: {{enabled: false}}
-distribution: {{enabled: false}}
-throughput: {{scenarios: [{{name: s, concurrency: 2, input_len: 16, output_len: 16, requests: 2}}]}}
-""")
-    out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-c", PORT_TAKER, "run", "--matrix", str(matrix), "--out", str(out)],
-                          env=harness_env(tmp_path), capture_output=True, text=True, timeout=110, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    cell = json.loads((out / "results.json").read_text())["cells"]["c-a"]
+    # STANDIN_LOAD_FACTOR reaches the stand-in through the harness's environment
+    _, cells, out = run_matrix(tmp_path, "  c:\n    a: {}", args="{}", extra_env={"STANDIN_LOAD_FACTOR": "10"},
+                               harness=[sys.executable, "-c", PORT_TAKER])
+    cell = cells["c-a"]
     assert cell["status"] == "ok", cell["reason"]
-    assert cell["throughput"][0]["completed"] == 2
+    assert cell["throughput"][0]["completed"] == 6
     [note] = cell["port_relaunches"]
     assert "taken by another process" in note and "address already in use" in note.lower()
     lost = (out / "cells" / "c-a" / "server.port-lost-1.log").read_text()
