@@ -262,7 +262,7 @@ def check_comparable(base: RunResult, head: RunResult, base_dir: Path, head_dir:
 
 def _versions(base: RunResult, head: RunResult) -> list[SettingDifference]:
     pairs = {"engine": (base.meta.engine, head.meta.engine),
-             "engine version": (base.meta.engine_version, head.meta.engine_version),
+             "engine version": (base.engine_version(), head.engine_version()),
              "lm-eval version": (base.meta.lm_eval_version, head.meta.lm_eval_version),
              "harness version": (base.meta.harness_version, head.meta.harness_version),
              "git revision": (base.meta.git_revision, head.meta.git_revision),

@@ -84,9 +84,9 @@ def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresh
                                 throughput={s.name: s.output_tok_s for s in cell.throughput},
                                 throughput_repeats={s.name: s.repeat_tok_s for s in cell.throughput
                                                     if len(s.repeat_tok_s) > 1},
-                                engine_version=str(cell.resolved.get("version")) if cell.resolved.get("version") else None)
+                                engine_version=cell.engine_version(run.meta.engine))
     return Baseline(created=now_iso(), matrix_name=run.meta.matrix_name, harness_version=run.meta.harness_version,
-                    engine=run.meta.engine, engine_version=run.meta.engine_version,
+                    engine=run.meta.engine, engine_version=run.engine_version(),
                     lm_eval_version=run.meta.lm_eval_version, git_revision=run.meta.git_revision,
                     machine=measured_on(run, list(out)), thresholds=thresholds, cells=out)
 

@@ -72,6 +72,12 @@ class CellResult(BaseModel):
     finished_at: str
     duration_s: float
 
+    def engine_version(self, engine: str) -> str | None:
+        """The version the engine reported: its resolved settings' `version` (vLLM), else its own entry in the
+        server's versions (SGLang 0.5.23's /server_info version is a measured fact, records it there)."""
+        version = self.resolved.get("version") or (self.server.get("versions") or {}).get(engine)
+        return str(version) if version else None
+
 
 class NoEffect(BaseModel):
     """Two cells one axis apart with the same resolved settings and the same probe answers (analysis/noeffect.py)."""
@@ -108,6 +114,14 @@ class RunResult(BaseModel):
     notes: list[str] = []
     no_effect: list[NoEffect] = []  # recomputed with the drift (`report` refreshes it)
     noise: list[TaskNoise] = []  # the reference's A/A per task, from its repeats (recomputed with the drift)
+
+    def engine_version(self) -> str | None:
+        """The engine's version for the run: as recorded when the first cell finished ok, else as any ok cell reported
+        it (runs recorded before SGLang's version moved to the server facts)."""
+        if self.meta.engine_version:
+            return self.meta.engine_version
+        return next((v for c in self.cells.values() if c.status == "ok" and (v := c.engine_version(self.meta.engine))),
+                    None)
 
     def pending(self) -> list[str]:
         return [cid for cid in self.cell_order if cid not in self.cells]

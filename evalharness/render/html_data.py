@@ -299,7 +299,7 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
     return {
         "title": f"evalharness: {meta.matrix_name}",
         "summary": (f"Run {state}; {len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; engine "
-                    f"{meta.engine} {meta.engine_version or '(version unknown)'}; harness {meta.harness_version} at "
+                    f"{meta.engine} {run.engine_version() or '(version unknown)'}; harness {meta.harness_version} at "
                     f"{meta.git_revision or 'no git revision'}; started {meta.started_at}; measured on "
                     f"{measured_on(run)}."),
         "reference": run.reference,

@@ -142,8 +142,8 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
             if cell.id == reference.id:
                 ref_files.clear()  # packed again, from the reference's folder as it came back, for the next cells
             refresh_drift(run, out_dir, only=None if cell.id == reference.id else cell.id)
-            if result.status == "ok" and result.resolved.get("version") and not run.meta.engine_version:
-                run.meta.engine_version = str(result.resolved["version"])
+            if result.status == "ok" and result.engine_version(run.meta.engine) and not run.meta.engine_version:
+                run.meta.engine_version = result.engine_version(run.meta.engine)
             run.notes[:] = [n for n in run.notes if not n.startswith("Ran side by side")] + overlap_notes(run)
             _save(run, out_dir)
             where = f" on {result.node.get('hostname')} ({result.node.get('ip')})" if result.node else ""

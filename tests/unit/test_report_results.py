@@ -141,3 +141,22 @@ def test_the_report_says_which_processor_the_run_was_measured_on():
     assert f"measured on {kind}." in render_markdown(run) and f"measured on {kind}" in summary_markdown(run)
     assert "measured on unknown." in render_markdown(_run([_cell("ref")]))  # a run from before it was recorded
     assert machine_info()["cpu_model"]  # this machine names its processor
+
+
+def test_the_engine_version_comes_from_sglangs_server_facts_when_its_settings_lack_it():
+    """SGLang 0.5.23's /server_info version is a measured value, kept in the server facts and not in the resolved
+    settings: the run's header, the baseline and compare name it from there (vLLM's stays in the settings)."""
+    from evalharness.records.run import CellResult, RunMeta, RunResult
+
+    def cell(cid, status="ok", resolved=None, server=None):
+        return CellResult(id=cid, axes={}, settings_hash="h", args={}, env={}, argv=[], status=status, phase="done",
+                          resolved=resolved or {}, server=server or {}, started_at="t", finished_at="t", duration_s=1)
+
+    meta = RunMeta(harness_version="0", engine="sglang", matrix_name="m", matrix_path="m.yaml", started_at="t")
+    run = RunResult(meta=meta, reference="a", cell_order=["a", "b"], cells={
+        "a": cell("a", "crashed"), "b": cell("b", server={"versions": {"sglang": "0.5.23", "torch": "2.13.0"}})})
+    assert run.cells["b"].engine_version("sglang") == "0.5.23" and run.cells["a"].engine_version("sglang") is None
+    assert run.engine_version() == "0.5.23"  # a run recorded before: its meta has none, an ok cell reported it
+    assert cell("v", resolved={"version": "0.32.0"}).engine_version("vllm") == "0.32.0"
+    run.meta.engine_version = "0.5.22"
+    assert run.engine_version() == "0.5.22"  # what the run recorded stands
