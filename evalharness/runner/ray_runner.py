@@ -30,11 +30,10 @@ from evalharness.records.provenance import now_iso
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.outputs import render_all
 from evalharness.runner.progress import Progress
-from evalharness.runner.reverse import pending_reverse
 from evalharness.runner.ray_cell import cell_task, reverse_task
-from evalharness.runner.run import family_size
 from evalharness.runner.ray_plan import cell_demand, fits, lost_reason, overlap_notes
-from evalharness.runner.run import RunError, open_run
+from evalharness.runner.reverse import pending_reverse
+from evalharness.runner.run import RunError, family_size, open_run
 from evalharness.runner.signals import INTERRUPT, Interrupted
 from evalharness.runner.transfer import pack, replace_folder, unpack
 from evalharness.serving.engines import ENGINES
@@ -142,7 +141,7 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
             if cell.id == reference.id:
                 ref_files.clear()  # packed again, from the reference's folder as it came back, for the next cells
             refresh_drift(run, out_dir, only=None if cell.id == reference.id else cell.id)
-            if result.status == "ok" and result.engine_version(run.meta.engine) and not run.meta.engine_version:
+            if result.status == "ok" and not run.meta.engine_version:
                 run.meta.engine_version = result.engine_version(run.meta.engine)
             run.notes[:] = [n for n in run.notes if not n.startswith("Ran side by side")] + overlap_notes(run)
             _save(run, out_dir)

@@ -217,7 +217,7 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                     run.cells[cell.id] = result
                     # a reference re-run on resume makes every other cell's drift stale
                     refresh_drift(run, out_dir, only=None if cell.id == reference.id else cell.id)
-                    if result.status == "ok" and result.engine_version(run.meta.engine) and not run.meta.engine_version:
+                    if result.status == "ok" and not run.meta.engine_version:
                         run.meta.engine_version = result.engine_version(run.meta.engine)
                     save()
                     progress.finished(cell.id, result.status, result.reason or "")
