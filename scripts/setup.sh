@@ -26,24 +26,45 @@ run_logged() {  # run a step quietly; on failure show the end of its output
   if ! "$@" >>"$LOG" 2>&1; then
     echo "setup: failed: $*" >&2
     grep -v "is ignored: it is neither a file nor a directory" "$LOG" | tail -30 >&2
-    if [ -n "${SGLANG_JOB:-}" ]; then wait "$SGLANG_JOB" || true; fi  # never leave it installing behind us
+    # never leave a background step installing behind us
+    if [ -n "${SGLANG_JOB:-}" ]; then wait "$SGLANG_JOB" || true; fi
+    if [ -n "${HARNESS_JOB:-}" ]; then wait "$HARNESS_JOB" || true; fi
     exit 1
   fi
 }
 
+# The harness environment is built in the background beside the engine's (its own log; waited for at the end):
+# pip spends most of a step unpacking on one core, and the machine has two (set-up on a fresh clone 208-250 s,
+# 277 s one after the other, 2026-12-01).
+HARNESS_LOG=.engine/setup.harness.log
+: > "$HARNESS_LOG"
 want=$(hash_of pyproject.toml)
 stamp=$(cat .venv/.stamp 2>/dev/null || true)
+HARNESS_JOB=
 # a harness set up with its test extras serves the demo too; one set up for the demo gets them when tests need them
 if [ "$stamp" != "$want-all" ] && { [ "$SCOPE" = all ] || [ "$stamp" != "$want-demo" ]; }; then
-  echo "setup: harness environment (.venv)"
-  run_logged "$PYTHON" -m venv .venv
-  if [ "$SCOPE" = all ]; then
-    run_logged .venv/bin/pip install -e '.[test,ray]'  # ray: the Ray runner's tests run on a private local cluster
-  else
-    run_logged .venv/bin/pip install -e .
-  fi
-  echo "$want-$SCOPE" > .venv/.stamp
+  echo "setup: harness environment (.venv, beside the rest)"
+  harness_env() {
+    "$PYTHON" -m venv .venv &&
+    if [ "$SCOPE" = all ]; then
+      .venv/bin/pip install -e '.[test,ray]'  # ray: the Ray runner's tests run on a private local cluster
+    else
+      .venv/bin/pip install -e .
+    fi &&
+    echo "$want-$SCOPE" > .venv/.stamp
+  }
+  harness_env >>"$HARNESS_LOG" 2>&1 &
+  HARNESS_JOB=$!
 fi
+wait_harness() {  # the harness job's outcome: on failure, the end of its log, and set-up fails
+  if [ -n "$HARNESS_JOB" ] && ! wait "$HARNESS_JOB"; then
+    HARNESS_JOB=
+    echo "setup: failed: the harness environment (.venv)" >&2
+    grep -v "is ignored: it is neither a file nor a directory" "$HARNESS_LOG" | tail -30 >&2
+    return 1
+  fi
+  HARNESS_JOB=
+}
 
 SGLANG_JOB=
 if [ "$SCOPE" = all ]; then
@@ -137,7 +158,12 @@ if [ "$(cat "$MODEL/.stamp" 2>/dev/null)" != "$want" ]; then
   rm -rf .engine/download
   echo "$want" > "$MODEL/.stamp"
 fi
+harness_ok=0
+wait_harness || harness_ok=$?
 if [ -n "$SGLANG_JOB" ]; then
   wait "$SGLANG_JOB"  # it never fails set-up: a machine where SGLang cannot install says so in sglang/unavailable
+fi
+if [ "$harness_ok" != 0 ]; then
+  exit 1
 fi
 echo "setup: ready (harness $ROOT/.venv, engine $ROOT/.engine/venv, model $ROOT/$MODEL)"
