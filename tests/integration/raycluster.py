@@ -24,10 +24,21 @@ import psutil
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _free_port(taken: set[int]) -> int:
+    """A port free now and not already handed out from `taken` (which it joins).
+
+    Each port is only chosen here, bound later by Ray: the kernel hands a port out again as soon as the socket that
+    found it is closed, so without the set two components of one node could get the same one, and `ray start`
+    refuses the node ("metrics_export is trying to use a port number N that is used by other components", CI of
+    2026-12-01).
+    """
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in taken:
+            taken.add(port)
+            return port
 
 
 @dataclass
@@ -58,21 +69,25 @@ class PrivateRayCluster:
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, **(env or {}), "RAY_TMPDIR": str(self.tmp), "RAY_USAGE_STATS_ENABLED": "0"}
         self.env.pop("RAY_ADDRESS", None)
-        self.port = _free_port()
+        self._ports: set[int] = set()  # every port handed to this cluster's nodes, so none is handed out twice
+        self.port = _free_port(self._ports)
         self.address = f"127.0.0.1:{self.port}"
         self.nodes: list[RayNode] = []
+
+    def _port(self) -> str:
+        return str(_free_port(self._ports))
 
     def _start(self, name: str, args: list[str]) -> RayNode:
         log = self.root / f"{name}.log"
         with open(log, "wb") as sink:
             proc = subprocess.Popen([RAY, "start", "--block", "--disable-usage-stats",
                                      "--node-ip-address", "127.0.0.1", "--min-worker-port", "0",
-                                     "--max-worker-port", "0", "--dashboard-agent-listen-port", str(_free_port()),
-                                     "--dashboard-agent-grpc-port", str(_free_port()),
-                                     "--node-manager-port", str(_free_port()),
-                                     "--object-manager-port", str(_free_port()),
-                                     "--metrics-export-port", str(_free_port()),
-                                     "--runtime-env-agent-port", str(_free_port()), *args],
+                                     "--max-worker-port", "0", "--dashboard-agent-listen-port", self._port(),
+                                     "--dashboard-agent-grpc-port", self._port(),
+                                     "--node-manager-port", self._port(),
+                                     "--object-manager-port", self._port(),
+                                     "--metrics-export-port", self._port(),
+                                     "--runtime-env-agent-port", self._port(), *args],
                                     stdout=sink, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         node = RayNode(name, proc, log)
         self.nodes.append(node)
