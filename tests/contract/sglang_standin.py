@@ -1,4 +1,4 @@
-"""A stand-in SGLang 0.5.23 server, written from the pinned wheel's source (requirements/sglang-parser.txt), for what
+"""A stand-in SGLang 0.5.23 server, written from the pinned wheel's source (requirements/sglang-engine.txt), for what
 the real SGLang on this CPU cannot show (tests/integration/test_sglang_real.py runs the real one): GPU memory and its
 release, TP 8, SM120 kernel crashes, NEXTN speculative decoding and its counters. It tests OUR side of the contract:
 every behaviour below cites the SGLang file it copies, and nothing here is a guess about what SGLang does.

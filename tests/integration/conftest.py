@@ -42,8 +42,10 @@ SERVED_NAME = "smollm2"
 BASE_ARGS = {"--max-model-len": 1024, "--enforce-eager": True, "--enable-tokenizer-info-endpoint": True}
 # VLLM_ENABLE_V1_MULTIPROCESSING=0: the engine core drives the model itself instead of through a worker process of
 # its own: two processes, not three, and 8 s less per start here (29.7 s -> 21.5 s to /health, quiet machine,
-# 2026-12-01). Tests whose subject is the process tree and its teardown (test_engine_run, test_engine_interrupt)
-# launch vLLM's default three-process tree (FULL_TREE_ENV).
+# 2026-12-01; test_engine_run's dozen starts took 559 s with three processes, 291 s with two). The two-process tree
+# still has a child to leave behind (the API server's VLLM::EngineCore), which test_engine_run's SIGKILL-and-resume
+# checks; the three-process tree's teardown (SIGINT and SIGTERM while it starts, a startup timeout) is
+# test_engine_interrupt's subject (FULL_TREE_ENV).
 FULL_TREE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
 BASE_ENV = {**FULL_TREE_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 # A healthy request may take this many times the slowest calibration answer before a test calls it a timeout: room

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.headless import browser  # noqa: F401  (a fixture: headless chromium for report.html)
-from tests.integration.conftest import FULL_TREE_ENV, HARNESS, REPO, engine_processes, matrix_yaml, run_harness
+from tests.integration.conftest import HARNESS, REPO, engine_processes, matrix_yaml, run_harness
 
 # safety limits only, about three times what the module takes on a 2-core machine: no outcome races them
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(3000)]
@@ -26,8 +26,7 @@ def finished_run(engine, tmp_path_factory):
         "bf16": "{args: {--dtype: bfloat16}}",
         "fp8": "{args: {--dtype: bfloat16, --quantization: fp8}}",
         "rope": "{args: {--dtype: bfloat16, --hf-overrides: {rope_parameters: {rope_theta: 10.0, rope_type: default}}}}",
-    }, extra="quality: {tasks: [eh_copy, eh_choice], limit: 32, subset: first}\n",  # eh_choice doc 31: bf16 flips it
-        env=FULL_TREE_ENV))  # on EPYC; vLLM's own three-process tree, whose teardown this module checks
+    }, extra="quality: {tasks: [eh_copy, eh_choice], limit: 32, subset: first}\n"))  # eh_choice doc 31: bf16 flips it
     out = folder / "out"
     proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), timeout=2700)
     return matrix, out, proc

@@ -1,7 +1,7 @@
 """SGLang: launch argv, readiness, teardown style, the resolved configuration and per-cell facts from /server_info,
 and speculative acceptance from /metrics. Log knowledge lives in sglang_logs.py, the preflight in sglang_check.py.
 
-Every behaviour below is SGLang 0.5.23's as read in its wheel (requirements/sglang-parser.txt pins it):
+Every behaviour below is SGLang 0.5.23's as read in its wheel (requirements/sglang-engine.txt pins it):
 - readiness is /health_generate: 503 while starting, then 200 once one token was generated
   (sglang/srt/entrypoints/http_server.py: health_generate);
 - teardown SIGTERMs the launcher only: it drains, sends ShutdownReq to the schedulers and gives them 15 s to exit

@@ -2,7 +2,7 @@
 lines summarised. Pure data and pure functions.
 
 Every pattern names the file it was copied from: a path under `sglang/` is SGLang 0.5.23 as pinned in
-requirements/sglang-parser.txt (read in its wheel); "flashinfer/..." is FlashInfer's source (a dependency that the
+requirements/sglang-engine.txt (read in its wheel); "flashinfer/..." is FlashInfer's source (a dependency that the
 pinned wheel does not ship; the texts are FlashInfer's own); "story" is a line that only the story's older SGLang
 build printed (../shared/seed), kept so that logs of that build still classify.
 
