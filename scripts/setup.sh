@@ -135,18 +135,6 @@ if [ "$(cat .engine/venv/.stamp 2>/dev/null)" != "$want" ]; then
   echo "$want" > .engine/venv/.stamp
 fi
 
-if [ "$SCOPE" = all ]; then
-want=$(hash_of requirements/sglang-parser.txt requirements/engine.txt)
-if [ "$(cat .engine/venv/.sglang-stamp 2>/dev/null)" != "$want" ]; then
-  echo "setup: SGLang's parser in the engine environment (for validate; --no-deps, no GPU kernels)"
-  run_logged .engine/venv/bin/pip install --no-deps "$(grep '^sglang==' requirements/sglang-parser.txt)"
-  run_logged .engine/venv/bin/pip install $(grep -v -e '^sglang==' -e '^#' -e '^$' requirements/sglang-parser.txt)
-  run_logged .engine/venv/bin/python -c "from sglang.srt.server_args import prepare_server_args"
-  echo "$want" > .engine/venv/.sglang-stamp
-fi
-
-fi  # all
-
 MODEL=.engine/models/SmolLM2-135M-Instruct
 want=$(hash_of scripts/convert_smollm2.py requirements/engine.txt)
 if [ "$(cat "$MODEL/.stamp" 2>/dev/null)" != "$want" ]; then
