@@ -66,7 +66,8 @@ class ProbesSection(_Strict):
     concurrency: int = Field(4, gt=0)
     garbage_min_share: float = Field(0.5, gt=0, le=1, description="share of marked probe outputs that makes garbage")
     garbage_min_excess: float = Field(0.3, ge=0, le=1, description="...and by how much it must exceed the reference's")
-    run_costly_phases_on_garbage: bool = False
+    run_costly_phases_on_garbage: bool = Field(False, description="a garbage cell goes on to the numerics check, "
+                                               "throughput and quality (by default it stops after its probes)")
     chat_template_kwargs: dict[str, Any] | None = Field(None, description="passed with every probe, e.g. "
                                                         "{enable_thinking: false}")
 

@@ -89,6 +89,11 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     alive = (lambda: server.poll() is None) if server is not None else (lambda: True)
     if matrix.probes.enabled:
         probe_phase(matrix, state, progress, reference_id, alive)
+    # a garbage cell's decision is made: the numerics check, throughput and quality would only be paid for a cell
+    # that can never ship (on the demo without native bf16 the bad rope's numerics check alone took 123 of its 184 s)
+    if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
+        state.phase = "probes"
+        return server
     if matrix.distribution.enabled:
         state.enter("distribution", progress)
         state.phase = "distribution"
@@ -101,9 +106,6 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         if not alive():
             raise ServerDied("the server exited during the numerics check (distribution)")
         judge_requests(matrix, state, "distribution", tally, alive)
-    if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
-        state.phase = "probes"
-        return server
     # throughput first: a cell not faster than the reference beyond the noise is screened out of most of the
     # quality phase, the costly one (analysis/sequential.py)
     if matrix.throughput is not None:
