@@ -71,6 +71,8 @@ def test_garbage_cell_is_caught_by_probes_and_skips_quality(finished_run):
         samples = (out / scores["eh_choice"]["samples"]).read_text().splitlines()
         assert len(samples) == 32 and json.loads(samples[0])["doc_hash"]
     assert (out / "cells" / "cell-rope" / "probes.jsonl").exists()
+    # it stops at its probes: no numerics check was paid for (probes.run_costly_phases_on_garbage would run it)
+    assert rope["distribution"] is None and not (out / "cells" / "cell-rope" / "distribution.jsonl").exists()
 
 
 def test_report_shows_status_reason_and_differences(finished_run):
@@ -143,7 +145,10 @@ def _same_outcome(resumed, uninterrupted):
     if uninterrupted["drift"] and uninterrupted["drift"]["distribution"]:
         mine, theirs = resumed["drift"]["distribution"], uninterrupted["drift"]["distribution"]
         assert mine["positions"] == theirs["positions"]
-        assert mine["mean_kld"] == pytest.approx(theirs["mean_kld"], rel=0.05)
+        if theirs["mean_kld"] is None:  # no positions: a garbage cell stops before the numerics check
+            assert mine["mean_kld"] is None
+        else:
+            assert mine["mean_kld"] == pytest.approx(theirs["mean_kld"], rel=0.05)
 
 
 def test_signals_at_random_phases_then_resume_reproduce_the_uninterrupted_run(finished_run, tmp_path):
