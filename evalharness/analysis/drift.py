@@ -152,11 +152,12 @@ def probe_agreement(reference: list[ProbeOutput], cell: list[ProbeOutput]) -> Ag
 
 def distribution_drift(ref_folder: Path, cell_folder: Path, same_run: bool = True) -> DistributionDrift | None:
     """Both directions of the numerics check and the coarse top-k figures from the two cells' distribution files
-    (analysis/numerics.py); None when neither cell scored anything. Across two runs (`compare`) only the forward
-    direction means anything: a cell's reverse_scored.jsonl holds its own run's reference's scores."""
+    (analysis/numerics.py); None when the cell never ran the check (it crashed, or served garbage and stopped at its
+    probes, or the check is off): nothing to report, not an unavailable figure. Across two runs (`compare`) only the
+    forward direction means anything: a cell's reverse_scored.jsonl holds its own run's reference's scores."""
     ref_echo = load_scored(ref_folder / "distribution.jsonl")
     cell_echo = load_scored(cell_folder / "distribution.jsonl")
-    if not ref_echo and not cell_echo:
+    if not cell_echo:
         return None
     out = compare_distributions(ref_echo, cell_echo, load_scored(cell_folder / "own_samples.jsonl"),
                                 load_scored(cell_folder / "reverse_scored.jsonl"),
