@@ -51,9 +51,11 @@ FAULTS = {
     "cut": [{"match": {**STREAMED, "times": 1}, "action": "stall_mid", "after_bytes": 600, "seconds": 3600},
             {"match": STREAMED, "action": "cut", "after_bytes": 600}],
     "hostile": [{"match": {"path": CHAT}, "action": "alter", "text": HOSTILE}],
-    # healthy answers, but every throughput stream waits two seconds before its first byte: slower than the
-    # reference beyond doubt, so it is screened (its quality answers a share of the documents)
-    "slow": [{"match": STREAMED, "action": "stall", "seconds": 2}],
+    # healthy answers, but every throughput stream waits five seconds before its first byte: slower than the
+    # reference beyond doubt, so it is screened (its quality answers a share of the documents). Two seconds were
+    # not enough on a machine without AVX-512 (CI, 2026-12-02: 0.82x the reference, throughput drifting between
+    # cells); five make it about 0.5x
+    "slow": [{"match": STREAMED, "action": "stall", "seconds": 5}],
 }
 
 
