@@ -13,7 +13,9 @@ When the engine exits, this script exits with the engine's status, so the harnes
 With `--upstream URL` before the `--`, the script starts no engine: it proxies to a real engine that is already
 serving (the tests start one per session with the same flags, see tests/integration/conftest.py), and it is itself
 the process the harness launched: `kill` kills this script (SIGKILL), which is what the harness sees when its
-server's launcher dies. A fault matrix then costs no engine start per cell, whatever the machine's speed.
+server's launcher dies. A fault matrix then costs no engine start per cell, whatever the machine's speed. The
+environment variable EH_UPSTREAM=URL does the same for one cell (an axis value's env): in a matrix whose other cells
+start their own engine behind the proxy, a cell whose settings are the running engine's is served by it (no start).
 
 EH_FAULTS = {"seed": 1, "rules": [RULE, ...]}; each request takes the first rule that matches and fires:
     match:  path (exact), body (each key equal, null = absent), has (keys present), skip (let the first N matching
@@ -251,8 +253,9 @@ def main() -> int:
     config = json.loads(os.environ.pop("EH_FAULTS", "") or "{}")
     rng = random.Random(config.get("seed", 0))
     rules = [Rule(spec, rng) for spec in config.get("rules", [])]
-    if "--upstream" in own:
-        upstream, engine = own[own.index("--upstream") + 1].rstrip("/"), None
+    given = own[own.index("--upstream") + 1] if "--upstream" in own else os.environ.pop("EH_UPSTREAM", "")
+    if given:
+        upstream, engine = given.rstrip("/"), None
         print(f"[fault] proxy {host}:{public} -> running engine {upstream}; flags given (served there already): "
               f"{json.dumps(engine_argv)}", flush=True)
     else:

@@ -186,6 +186,19 @@ def shared_engine(engine, tmp_path_factory) -> SharedEngine:
         _SESSION_ENGINES.remove(proc.pid)
 
 
+def behind_proxy(engine: dict[str, str]) -> list[str]:
+    """A matrix command that starts each cell's engine behind the fault proxy with no faults (tests/faults/): the
+    harness sees the engine itself, and a cell whose env names the session's engine (served_by) starts none."""
+    return [sys.executable, str(FAULT_ENGINE), "--", engine["python"], *ENGINE_MODULE]
+
+
+def served_by(shared: SharedEngine) -> str:
+    """A cell (YAML flow mapping) with the shared engine's settings, served by it through the proxy of behind_proxy:
+    a cell the test only needs answers and measurements from, without an engine start (40-60 s each on a machine
+    without AVX-512, 2026-12-02)."""
+    return f"{{args: {{--dtype: float32}}, env: {{EH_UPSTREAM: {json.dumps(shared.root_url)}}}}}"
+
+
 def _healthy(root: str) -> bool:
     try:
         return httpx.get(f"{root}/health", timeout=5).status_code == 200

@@ -2,13 +2,14 @@
 dtype changed (float32 -> bfloat16), the way a pull request changes one setting: the changed cell shows its settings
 change with its accuracy paired per sample across the runs (interval, McNemar p, flips); the cell rerun unchanged
 reads as unchanged within noise. Both runs are real runs of every cell (the unchanged cell is measured twice), so the
-noise in it is the engine's own."""
+noise in it is the engine's own. The unchanged cell is the session's float32 engine behind a proxy without faults
+(conftest.served_by): two engine starts fewer; the changed cell starts its own engine in both runs."""
 
 import json
 
 import pytest
 
-from tests.integration.conftest import engine_processes, matrix_yaml, run_harness
+from tests.integration.conftest import behind_proxy, engine_processes, matrix_yaml, run_harness, served_by
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1800)]  # a safety limit, several times a 2-core machine's time
 
@@ -21,13 +22,13 @@ EXTRA = ("probes: {max_tokens: 16}\n"
 
 
 @pytest.fixture(scope="module")
-def two_runs(engine, tmp_path_factory):
+def two_runs(engine, shared_engine, tmp_path_factory):
     folder = tmp_path_factory.mktemp("compare")
     runs = {}
     for name, dtype in (("base", "float32"), ("head", "bfloat16")):
         matrix = folder / f"{name}.yaml"
-        matrix.write_text(matrix_yaml(engine, {"a": "{args: {--dtype: float32}}", "b": f"{{args: {{--dtype: {dtype}}}}}"},
-                                      extra=EXTRA))
+        matrix.write_text(matrix_yaml(engine, {"a": served_by(shared_engine), "b": f"{{args: {{--dtype: {dtype}}}}}"},
+                                      extra=EXTRA, command=behind_proxy(engine)))
         proc = run_harness("run", "--matrix", str(matrix), "--out", str(folder / name), timeout=1500)
         assert proc.returncode == 0, proc.stderr
         assert engine_processes() == []

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.integration.conftest import HARNESS, REPO, engine_processes, matrix_yaml
+from tests.integration.conftest import HARNESS, REPO, behind_proxy, engine_processes, matrix_yaml, served_by
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1800)]  # a safety limit, about 3x a 2-core machine's time
 
@@ -46,10 +46,12 @@ def _fill(folder):
             pass
 
 
-def test_a_full_disk_stops_the_run_cleanly_and_keeps_the_last_good_save(engine, small_disk, tmp_path):
+def test_a_full_disk_stops_the_run_cleanly_and_keeps_the_last_good_save(engine, shared_engine, small_disk, tmp_path):
     matrix = tmp_path / "m.yaml"
-    matrix.write_text(matrix_yaml(engine, {"f32": "{args: {--dtype: float32}}", "bf16": "{args: {--dtype: bfloat16}}"},
-                                  extra="distribution: {enabled: false}\n"))
+    # the reference is the session's engine behind a proxy (conftest.served_by); the disk fills while the second
+    # cell starts an engine of its own, which must be torn down
+    matrix.write_text(matrix_yaml(engine, {"f32": served_by(shared_engine), "bf16": "{args: {--dtype: bfloat16}}"},
+                                  extra="distribution: {enabled: false}\n", command=behind_proxy(engine)))
     out = small_disk / "out"
     proc = subprocess.Popen([*HARNESS, "run", "--matrix", str(matrix), "--out", str(out)], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

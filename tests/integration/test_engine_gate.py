@@ -1,12 +1,15 @@
 """Drift, Pareto and the gate on the real engine: a float32 reference and a genuinely degraded cell (a perturbed
 rope_theta that still answers in words, so the probes pass it and only the quality tasks and distributions show the
-damage). The reference passes the committed baseline of the demo matrix; the degraded cell fails it, readably."""
+damage). The reference passes the committed baseline of the demo matrix; the degraded cell fails it, readably. The
+reference is the session's float32 engine behind a proxy without faults (conftest.served_by), one engine start
+fewer; the degraded cell starts its own."""
 
 import json
 
 import pytest
 
-from tests.integration.conftest import REPO, engine_processes, matrix_yaml, run_harness
+from tests.integration.conftest import (REPO, behind_proxy, engine_processes, matrix_yaml, run_harness,
+                                        served_by)
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(3000)]  # a safety limit, about 3x a 2-core machine's time
 
@@ -16,10 +19,11 @@ DEGRADED = "{args: {--dtype: float32, --hf-overrides: {rope_parameters: {rope_th
 
 
 @pytest.fixture(scope="module")
-def gated_run(engine, tmp_path_factory):
+def gated_run(engine, shared_engine, tmp_path_factory):
     folder = tmp_path_factory.mktemp("gate")
     matrix = folder / "matrix.yaml"
-    matrix.write_text(matrix_yaml(engine, {"ref": "{args: {--dtype: float32}}", "degraded": DEGRADED}, extra=(
+    cells = {"ref": served_by(shared_engine), "degraded": DEGRADED}
+    matrix.write_text(matrix_yaml(engine, cells, command=behind_proxy(engine), extra=(
         # every document the baseline scored (232): the gate fails a run that covers fewer (issue 13.3)
         # every cell every document, even the ones not faster than the reference (not screened): the gate is tested
         "quality: {tasks: [eh_capitals, eh_arithmetic, eh_copy, eh_choice], full_quality: true}\n"

@@ -9,7 +9,7 @@ nodes of one logical GPU each) with the real embedded engine, as one story on on
 3. `--resume` without Ray of a copy of the run after step 1: the same matrix run sequentially; its folder, results and
    report have the same shape as the Ray run's.
 
-Engines start in about 40 s here; the module takes about six minutes on 2 cores. Deadlines are for broken set-ups,
+Engines start in about 40 s here (60 s without AVX-512); the module takes about six minutes on 2 cores. Deadlines are for broken set-ups,
 never outcomes.
 """
 
@@ -24,13 +24,16 @@ import psutil
 import pytest
 
 from evalharness.serving.processes import MARKER_ENV
-from tests.integration.conftest import HARNESS, REPO, engine_processes, matrix_yaml
+from tests.integration.conftest import HARNESS, REPO, SHORT_CONTEXTS, engine_processes, matrix_yaml
 from tests.integration.raycluster import PrivateRayCluster
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1800)]
 
 CELLS = {"ref": "{args: {--dtype: float32}}", "b": "{args: {--dtype: float32, --max-num-seqs: 8}}",
          "c": "{args: {--dtype: float32, --max-num-seqs: 4}}"}
+# the story is Ray's, not the phases': short probe answers and a numerics check of a few positions (whose contexts
+# still travel from the reference to the nodes), about 25 s less per cell here
+EXTRA = f"probes: {{max_tokens: 16}}\ndistribution: {{prompts: {json.dumps(str(SHORT_CONTEXTS))}, max_tokens: 8}}\n"
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +117,7 @@ def _node_of(cluster, proc: psutil.Process):
 def test_interrupt_cancels_every_task_and_leaves_no_engine(story, cluster):
     folder = story["folder"]
     matrix = folder / "m.yaml"
-    matrix.write_text(matrix_yaml(story["engine"], CELLS))
+    matrix.write_text(matrix_yaml(story["engine"], CELLS, extra=EXTRA))
     out = folder / "out"
     harness = _harness(cluster, "run", "--matrix", str(matrix), "--out", str(out), "--ray", cluster.address)
     servers = _wait_both_serving(harness)
