@@ -45,7 +45,7 @@ import socket
 import subprocess
 import sys
 
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "content-encoding"}
 
@@ -220,7 +220,11 @@ class FaultProxy:
 
 
 async def serve(proxy: FaultProxy, host: str, port: int) -> int:
-    proxy.session = ClientSession(timeout=ClientTimeout(total=None), auto_decompress=False)
+    # a connection per request: a pooled one idle through a stall rule is closed by the engine's server (uvicorn
+    # keeps an idle connection 5 s, aiohttp reuses one for 15 s), and the next request on it got "Server
+    # disconnected", a 500 the harness counted as the engine's (fault matrix, 5 s stalls, 2026-12-02)
+    proxy.session = ClientSession(timeout=ClientTimeout(total=None), auto_decompress=False,
+                                  connector=TCPConnector(force_close=True))
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_route("*", "/{tail:.*}", proxy.handle)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)

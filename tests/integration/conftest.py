@@ -11,13 +11,16 @@ outcomes.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -46,7 +49,15 @@ BASE_ARGS = {"--max-model-len": 1024, "--enforce-eager": True, "--enable-tokeniz
 # still has a child to leave behind (the API server's VLLM::EngineCore), which test_engine_run's SIGKILL-and-resume
 # checks; the three-process tree's teardown (SIGINT and SIGTERM while it starts, a startup timeout) is
 # test_engine_interrupt's subject (FULL_TREE_ENV).
-FULL_TREE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
+#
+# VLLM_CACHE_ROOT: one cache for the whole session instead of the harness's default, one per run folder. In an empty
+# cache vLLM inspects the model class in a subprocess of its own before anything else (model registry, "Resolved
+# architecture" 17 s after start instead of at once on a machine without AVX-512, 2026-12-02), and keeps the answer
+# there (modelinfos/): every test run's first start paid it, about twenty starts a session. With --enforce-eager
+# nothing else is cached. The default, per run folder, is what test_engines.py checks.
+VLLM_TEST_CACHE = tempfile.mkdtemp(prefix="evalharness-tests-vllm-cache-")
+atexit.register(shutil.rmtree, VLLM_TEST_CACHE, ignore_errors=True)
+FULL_TREE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_CACHE_ROOT": VLLM_TEST_CACHE}
 BASE_ENV = {**FULL_TREE_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 # A healthy request may take this many times the slowest calibration answer before a test calls it a timeout: room
 # for the machine getting twice as slow mid-run (the other core busy) and for batching with other cells' requests.

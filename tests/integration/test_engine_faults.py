@@ -45,8 +45,8 @@ FAULTS = {
     "lossy": [{"match": {"path": CHAT, "skip": 4}, "action": "status", "code": 503}],
     "die-probes": [{"match": {"path": CHAT, "skip": 5}, "action": "kill"}],
     "die-throughput": [{"match": {**STREAMED, "skip": 2}, "action": "kill"}],
-    # up and healthy (its /health answers), but no probe gets an answer
-    "stall": [{"match": {"path": CHAT}, "action": "stall", "seconds": 3600}],
+    # up and healthy, but after two answers no request gets one
+    "stall": [{"match": {"path": CHAT, "skip": 2}, "action": "stall", "seconds": 3600}],
     # the first streamed request hangs in mid-body, the rest are cut short
     "cut": [{"match": {**STREAMED, "times": 1}, "action": "stall_mid", "after_bytes": 600, "seconds": 3600},
             {"match": STREAMED, "action": "cut", "after_bytes": 600}],
@@ -180,10 +180,10 @@ def test_an_engine_that_stops_answering_is_a_timeout_found_early(fault_run):
     stall = cell(cells, "stall")
     assert stall["status"] == "timeout" and stall["phase"] == "probes"
     assert "stopped answering" in stall["reason"] and stall["requests"]["probes"]["hung"] is True
-    # twelve probes stall, four at a time: waiting for each, retries included, would take many waves of request
-    # timeouts; the four in flight time out together, three timeouts in a row mark the engine hung, and every
-    # request not yet sent (and no retry) fails at once: one wave
-    assert stall["probes"]["seconds"] < 1.5 * calibration.request_s, (stall["probes"]["seconds"], calibration)
+    # ten probes stall, four at a time: waiting for each would take three waves of request timeouts (3 x request_s);
+    # after three timeouts in a row the requests not yet sent fail at once, and only those already in flight (two
+    # waves) run out their timeout
+    assert stall["probes"]["seconds"] < 2.5 * calibration.request_s, (stall["probes"]["seconds"], calibration)
 
 
 def test_stalled_and_cut_streams_are_errors_by_kind_never_tokens(fault_run):
