@@ -207,7 +207,8 @@ def served_by(shared: SharedEngine) -> str:
     """A cell (YAML flow mapping) with the shared engine's settings, served by it through the proxy of behind_proxy:
     a cell the test only needs answers and measurements from, without an engine start (40-60 s each on a machine
     without AVX-512, 2026-12-02)."""
-    return f"{{args: {{--dtype: float32}}, env: {{EH_UPSTREAM: {json.dumps(shared.root_url)}}}}}"
+    own = {flag: value for flag, value in shared.args.items() if BASE_ARGS.get(flag) != value}  # the matrix has the rest
+    return json.dumps({"args": own, "env": {"EH_UPSTREAM": shared.root_url}})  # JSON is YAML
 
 
 def _healthy(root: str) -> bool:

@@ -9,8 +9,8 @@ nodes of one logical GPU each) with the real embedded engine, as one story on on
 3. `--resume` without Ray of a copy of the run after step 1: the same matrix run sequentially; its folder, results and
    report have the same shape as the Ray run's.
 
-Engines start in about 40 s here (60 s without AVX-512); the module takes about six minutes on 2 cores. Deadlines are for broken set-ups,
-never outcomes.
+Engines start in about 40 s here (60 s without AVX-512); the module takes about six minutes on 2 cores. Deadlines are
+for broken set-ups, never outcomes.
 """
 
 import json
