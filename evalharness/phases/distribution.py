@@ -4,7 +4,8 @@ Owns the requests and the parsing of each engine's logprob answers; the figures 
 writes, by analysis/numerics.py. Imports no analysis, runner or render code.
 
 - The reference cell (first to run) tokenizes each prompt of tasks/probes/distribution.jsonl (base-model text and
-  pieces of the shipped tasks' prompts, some long: trimmed from the front to fit the served context) and samples a
+  pieces of the shipped tasks' prompts, some long: trimmed from the front to fit the served context, or the matrix's
+  `distribution.max_context_tokens`) and samples a
   continuation of each at temperature 1 (seed SEED + i for context i, the same in every cell), with the
   log-probability of every sampled token: cells/<ref>/contexts.jsonl.
 - Every cell, the reference included, scores those contexts by echo (prompt logprobs: a prefill pass) keeping, per
@@ -68,8 +69,9 @@ def tokenize_within(path: LogprobPath, text: str, context: int) -> list[int]:
 
 
 def make_contexts(path: LogprobPath, prompts: list[dict[str, str]], max_tokens: int, context: int,
-                  k: int = TOP_K) -> list[Scored]:
-    """The reference's sampled contexts: each prompt tokenized, trimmed to fit, continued at temperature 1."""
+                  k: int = TOP_K, longest: int | None = None) -> list[Scored]:
+    """The reference's sampled contexts: each prompt tokenized, trimmed from the front to fit the served `context`
+    with its continuation (and to `longest` tokens when given), continued at temperature 1."""
 
     def one(pair: tuple[int, dict[str, str]]) -> Scored:
         i, item = pair
@@ -77,6 +79,8 @@ def make_contexts(path: LogprobPath, prompts: list[dict[str, str]], max_tokens: 
 
         def work() -> Scored:
             ids[:] = fit_context(tokenize_within(path, item["prompt"], context), max_tokens, context)
+            if longest is not None:
+                ids[:] = ids[-longest:]
             return path.sample(ids, max_tokens, SEED + i, k)
 
         out = _guard(item["id"], work)
@@ -112,7 +116,7 @@ def _first_error(*groups: list[Scored]) -> str | None:
 def run_phase(base_url: str, model: str, cell_dir: Path, reference_dir: Path, is_reference: bool,
               timeout_s: float, prompts_path: Path | None = None, max_tokens: int = 96, retries: int = 2,
               hung_after: int = 3, path_kind: str = "completions", root_url: str | None = None,
-              ) -> tuple[dict[str, Any], RequestTally]:
+              max_context_tokens: int | None = None) -> tuple[dict[str, Any], RequestTally]:
     """The cell's part (see the module docstring). Returns a small summary and the tally of its requests."""
     begin = time.monotonic()
     path = open_path(path_kind, base_url, root_url or base_url.rsplit("/v1", 1)[0], model, timeout_s, retries,
@@ -123,8 +127,10 @@ def run_phase(base_url: str, model: str, cell_dir: Path, reference_dir: Path, is
         if is_reference:
             context = path.context_length()
             summary["context"] = context or f"{FALLBACK_CONTEXT} (the engine did not say)"
+            if max_context_tokens is not None:
+                summary["max_context_tokens"] = max_context_tokens
             contexts = make_contexts(path, load_prompts(prompts_path or DEFAULT_PROMPTS), max_tokens,
-                                     context or FALLBACK_CONTEXT)
+                                     context or FALLBACK_CONTEXT, longest=max_context_tokens)
             save_scored(ctx_path, contexts)
         elif not ctx_path.exists():
             return {**summary, "scored": 0, "error": "the reference cell has no contexts (it did not run, failed, "

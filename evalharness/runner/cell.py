@@ -102,7 +102,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
             plan.base_url, plan.served_model_name, state.cell_dir, state.run_dir / "cells" / reference_id,
             state.cell.id == reference_id, matrix.timeouts.request_s, prompts, matrix.distribution.max_tokens,
             retries=matrix.requests.retries, hung_after=matrix.requests.hung_after, path_kind=engine.logprob_path,
-            root_url=plan.root_url)
+            root_url=plan.root_url, max_context_tokens=matrix.distribution.max_context_tokens)
         if not alive():
             raise ServerDied("the server exited during the numerics check (distribution)")
         judge_requests(matrix, state, "distribution", tally, alive)

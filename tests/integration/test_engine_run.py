@@ -4,12 +4,15 @@ at startup, a cell that serves garbage; probes, quality scores, results, report,
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+from evalharness.records.io import load_run, save_run
 from tests.headless import browser  # noqa: F401  (a fixture: headless chromium for report.html)
 from tests.integration.conftest import HARNESS, REPO, engine_processes, matrix_yaml, run_harness
 
@@ -152,17 +155,29 @@ def _same_outcome(resumed, uninterrupted):
             assert mine["mean_kld"] == pytest.approx(theirs["mean_kld"], rel=0.05)
 
 
+def _as_after_its_reference(finished: Path, out: Path) -> None:
+    """`out` as the finished run stood once its first cell, the reference, had finished: that cell's folder and
+    record, nothing else. Serving the reference again would only repeat what the finished run measured (a cell's
+    start and phases, about 100 s here)."""
+    run = load_run(finished)
+    shutil.copytree(finished / "cells" / run.reference, out / "cells" / run.reference)
+    save_run(run.model_copy(update={"cells": {run.reference: run.cells[run.reference]}, "complete": False,
+                                    "notes": [], "no_effect": [], "noise": []}), out)
+
+
 def test_signals_at_random_phases_then_resume_reproduce_the_uninterrupted_run(finished_run, tmp_path):
     matrix, reference_out, _ = finished_run
     seed = int(os.environ.get("EH_FAULT_SEED") or time.time_ns() % 10**6)
     rng = random.Random(seed)
     print(f"EH_FAULT_SEED={seed}")  # shown on failure: rerun the same moments with it
     out = tmp_path / "out"
+    _as_after_its_reference(reference_out, out)
 
     # SIGTERM, or SIGINT, while the second cell is in a random phase: torn down, saved, nothing left running
+    # (interrupting a fresh run is test_engine_interrupt.py's; this one is a resumed run from its second cell on)
     sig = rng.choice([signal.SIGTERM, signal.SIGINT])
     phase = rng.choice(PHASES)
-    log = _signal_in_phase(_start(matrix, out), "cell-bf16", phase, sig, rng.uniform(0, 2))
+    log = _signal_in_phase(_start(matrix, out, "--resume"), "cell-bf16", phase, sig, rng.uniform(0, 2))
     assert f"interrupted ({sig.name})" in log, log[-2000:]
     assert engine_processes() == []
     saved = json.loads((out / "results.json").read_text())

@@ -177,6 +177,27 @@ def test_long_prompts_are_trimmed_from_the_front_to_fit_the_context():
     assert fit_context([1, 2], max_tokens=20, context=50) == [1, 2]
 
 
+def test_the_matrix_can_cap_the_longest_context_the_check_sends():
+    from evalharness.phases.distribution import make_contexts
+
+    class Path:  # one id per character; records what each sample request was sent
+        sent: dict[int, list[int]] = {}
+
+        def tokenize(self, text):
+            return [ord(c) for c in text]
+
+        def sample(self, ids, max_tokens, seed, k):
+            self.sent[seed] = list(ids)
+            return Scored(token_ids=[1] * max_tokens, logprobs=[-1.0] * max_tokens)
+
+    prompts = [{"id": "short", "prompt": "abc"}, {"id": "long", "prompt": "x" * 500 + "end"}]
+    served = make_contexts(Path(), prompts, max_tokens=8, context=100)
+    assert [len(c.prompt_ids) for c in served] == [3, 90]  # the served context's room: 100 - 8 - 2
+    capped = make_contexts(Path(), prompts, max_tokens=8, context=100, longest=20)
+    assert [len(c.prompt_ids) for c in capped] == [3, 20] and capped[1].prompt_ids[-3:] == [ord(c) for c in "end"]
+    assert Path.sent[capped[1].seed] == capped[1].prompt_ids  # what is sampled from is what is recorded
+
+
 def _gate(forward: KLEstimate | None, reverse: KLEstimate | None = None, max_kld: float = 0.1) -> GateCell:
     out = GateCell(cell="c", baseline_cell="b", outcome="pass")
     _judge_kld(out, "c", DistributionDrift(available=True, forward=forward, reverse=reverse), max_kld)
