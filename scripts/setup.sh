@@ -21,10 +21,6 @@ LOG=.engine/setup.log
 mkdir -p .engine
 : > "$LOG"
 
-# Every install is --no-compile: pip byte-compiles every file it installs, one after the other, and the servers import
-# a fifth of them (the engine environment holds 21,659 .py files, its server imports 4,614; compiling 2,719 of them,
-# transformers', took 15.5 s here). What is imported is compiled once, at its first import (the import checks
-# below), and cached in the environment like pip's own.
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 run_logged() {  # run a step quietly; on failure show the end of its output
   if ! "$@" >>"$LOG" 2>&1; then
@@ -51,9 +47,9 @@ if [ "$stamp" != "$want-all" ] && { [ "$SCOPE" = all ] || [ "$stamp" != "$want-d
   harness_env() {
     "$PYTHON" -m venv .venv &&
     if [ "$SCOPE" = all ]; then
-      .venv/bin/pip install --no-compile -e '.[test,ray]'  # ray: the Ray runner's tests run on a private local cluster
+      .venv/bin/pip install -e '.[test,ray]'  # ray: the Ray runner's tests run on a private local cluster
     else
-      .venv/bin/pip install --no-compile -e .
+      .venv/bin/pip install -e .
     fi &&
     echo "$want-$SCOPE" > .venv/.stamp
   }
@@ -87,8 +83,8 @@ if [ "$(cat "$SGL/venv/.stamp" 2>/dev/null)" != "$want" ]; then
   sglang_setup() {
     "$PYTHON" -m venv "$SGL/venv" &&
     # --no-deps: sglang pins torch 2.14.1 and CUDA-only packages (flashinfer, sglang-kernel, deep-gemm) unusable here
-    "$SGL/venv/bin/pip" install --no-compile --no-deps $(grep -E '^[^#].*# no-deps' requirements/sglang-engine.txt | cut -d' ' -f1) &&
-    "$SGL/venv/bin/pip" install --no-compile -r <(grep -v -E '^[^#].*# no-deps' requirements/sglang-engine.txt) &&
+    "$SGL/venv/bin/pip" install --no-deps $(grep -E '^[^#].*# no-deps' requirements/sglang-engine.txt | cut -d' ' -f1) &&
+    "$SGL/venv/bin/pip" install -r <(grep -v -E '^[^#].*# no-deps' requirements/sglang-engine.txt) &&
     site=$("$SGL/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") &&
     # PyPI's torchvision is a CUDA build: define the two op schemas its _meta_registrations needs before it imports
     cp scripts/sglang_cpu/evalharness_sglang_cpu.py scripts/sglang_cpu/evalharness_sglang_cpu.pth "$site/" &&
@@ -131,7 +127,7 @@ if [ "$(cat .engine/venv/.stamp 2>/dev/null)" != "$want" ]; then
   echo "setup: engine environment (.engine/venv: vLLM CPU build, CPU torch; about 3 minutes)"
   rm -rf .engine/venv
   run_logged "$PYTHON" -m venv .engine/venv
-  run_logged .engine/venv/bin/pip install --no-compile -r requirements/engine.txt
+  run_logged .engine/venv/bin/pip install -r requirements/engine.txt
   # pip pulls CUDA builds of these three, which break vLLM's import ("operator torchvision::nms does not exist");
   # serving text needs none of them.
   run_logged .engine/venv/bin/pip uninstall -y torchvision torchaudio torchcodec
