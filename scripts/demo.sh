@@ -9,5 +9,6 @@ OUT=${OUT:-reports/cpu-smollm2}
 status=0
 .venv/bin/evalharness run --matrix matrices/cpu-smollm2.yaml --out "$OUT" --resume || status=$?
 echo
-echo "The report is $(pwd)/$OUT/report.md"
+case "$OUT" in /*) where=$OUT ;; *) where=$(pwd)/$OUT ;; esac  # OUT may be given as an absolute path
+echo "The report is $where/report.md"
 exit $status
