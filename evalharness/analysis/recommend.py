@@ -43,7 +43,7 @@ def _settle(run: RunResult, cid: str) -> list[Settle]:
     for t in cell.drift.tasks if cell.drift else []:
         if t.outcome != "inconclusive":
             continue
-        samples = t.paired * max(t.repeats)
+        samples = t.paired * t.repeats[1]  # the cell's own, as its seconds below are (the reference's are shared)
         extra = None if t.settle_factor is None else math.ceil(samples * (t.settle_factor - 1))
         hours = None if t.settle_factor is None or not seconds.get(t.task) else \
             seconds[t.task] * (t.settle_factor - 1) / 3600

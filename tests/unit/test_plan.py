@@ -2,6 +2,7 @@
 run's measured variance, the budget check of `run`, and the recommendation line of the report."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -100,6 +101,16 @@ def test_the_report_opens_with_the_recommendation_and_its_launch_command(tmp_pat
     assert text.index("**Recommendation: `fast`**") < text.index("## Pareto")
     assert "SGLANG_X=1 sglang serve --model-path M --fast" in text
     assert "**Recommendation: `fast`**" in summary_markdown(run)
+
+
+def test_the_samples_that_would_settle_a_cell_are_its_own_not_the_shared_references(tmp_path):
+    base = [1.0] * 40 + [0.0] * 10
+    ref = _scores(tmp_path, "ref", {"t": base}, {"t": [base]})  # the reference answers twice, the cell once
+    run = _run_with(tmp_path, {"ref": ref, "fast": _scores(tmp_path, "fast", {"t": base})}, gate={"margin": 0.05},
+                    tok_s={"ref": 10.0, "fast": 20.0})
+    refresh_drift(run, tmp_path)
+    settle = recommend(run).settle[0]
+    assert settle.factor > 1 and settle.more_samples == math.ceil(50 * (settle.factor - 1))
 
 
 def test_no_recommendation_says_which_cell_and_how_many_samples_would_settle_it(tmp_path):
