@@ -46,10 +46,13 @@ def numerics_section(run: RunResult) -> list[str]:
                      "" if dist.same_top_token is None else f"{dist.same_top_token:.1%}", coarse])
     if not rows:
         return []
+    reference = run.cells.get(run.reference)
+    longest = (reference.distribution or {}).get("max_context_tokens") if reference is not None else None
+    some_long = "some long" if longest is None else f"the long ones cut to their last {longest} tokens"
     return ["## Numerics: per-token KL divergence against the reference", "",
             "Nats per token, with a 90% bootstrap interval over contexts (analysis/numerics.py). **KL(ref‖cell)**: "
-            "on the reference's own samples at temperature 1 (task-like prompts, some long), both sides scoring the "
-            "same token ids by echo (prefill). **KL(cell‖ref)**: on the cell's own samples with its decode-time "
+            f"on the reference's own samples at temperature 1 (task-like prompts, {some_long}), both sides scoring "
+            "the same token ids by echo (prefill). **KL(cell‖ref)**: on the cell's own samples with its decode-time "
             "log-probabilities (decode kernels, CUDA graphs, speculative decoding, the sampler), the reference "
             "scoring them by echo; *own samples* says how many of them differ from the reference's at the same "
             "seed. Each is the mean of log p(x) − log q(x) over the sampled tokens x, an unbiased estimate that "
