@@ -48,7 +48,8 @@ def numerics_section(run: RunResult) -> list[str]:
         return []
     reference = run.cells.get(run.reference)
     longest = (reference.distribution or {}).get("max_context_tokens") if reference is not None else None
-    some_long = "some long" if longest is None else f"the long ones cut to their last {longest} tokens"
+    some_long = "some long" if longest is None else \
+        f"any longer than {longest} tokens cut to its last {longest}: distribution.max_context_tokens"
     return ["## Numerics: per-token KL divergence against the reference", "",
             "Nats per token, with a 90% bootstrap interval over contexts (analysis/numerics.py). **KL(ref‖cell)**: "
             f"on the reference's own samples at temperature 1 (task-like prompts, {some_long}), both sides scoring "

@@ -283,7 +283,7 @@ def test_the_reverse_pass_scores_each_ready_cells_samples_once_and_the_report_gi
     assert "| `bad` (garbage) | 0.0000 [0.0000, 0.0000] | 2.1000 [" in section and "0/3 differ" in section
     assert "task-like prompts, some long)" in section
     run.cells["ref"].distribution = {"max_context_tokens": 256}  # the matrix capped the contexts: the report says so
-    assert "the long ones cut to their last 256 tokens" in "\n".join(numerics_section(run))
+    assert "any longer than 256 tokens cut to its last 256: distribution.max_context_tokens" in "\n".join(numerics_section(run))
 
 
 def test_a_refusal_as_too_long_is_not_a_failed_request_but_other_failures_are():
