@@ -142,9 +142,10 @@ class Mix:
         return ", ".join(parts)
 
 
-def verdict_of(fast: bool) -> str:
-    """The throughput verdict a simulated cell carries (pareto.ratio_to_reference's words)."""
-    return "faster" if fast else "slower"
+def verdict_of(fast: bool) -> bool:
+    """Whether the speed rule calls a simulated cell credibly not faster (SpeedVerdict.not_faster): a fast cell is
+    not, a slow one is."""
+    return not fast
 
 
 # ----------------------------------------------------------------------------------------------------- the replica

@@ -4,7 +4,7 @@ cell. The pull-request view behind `evalharness compare BASE HEAD`.
 Cells are matched by id, then (for ids only one run has) by settings hash: an axis renamed in the pull request still
 pairs with its old self. Per matched cell: status transitions, accuracy paired per sample across the two runs (the
 same code as drift against the reference: analysis/drift.py, pairing.py and stats.py), throughput ratio per scenario
-(with a t interval of the log ratio where scenarios were repeated), reasoning length, truncation and empty answers
+(the speed rule, analysis/speed.py, head against base), reasoning length, truncation and empty answers
 paired per document (analysis/secondary.py), warnings that came or went, and launch or resolved settings that changed.
 A cell's accuracy is "changed beyond noise" only after multiplicity control: Holm over its tasks, then
 Benjamini-Hochberg across the cells (an unchanged 24-cell matrix would otherwise call some cell changed in most runs).
@@ -23,14 +23,13 @@ from pydantic import BaseModel
 
 from evalharness.analysis.drift import drift_between, refresh_drift
 from evalharness.analysis.gate import check, machine_warning, make_baseline, thresholds_for
-from evalharness.analysis.pareto import MIN_THROUGHPUT_CHANGE
 from evalharness.analysis.settings import SettingDifference, asked_names, resolved_differences
 from evalharness.analysis.secondary import secondary_changes
-from evalharness.analysis.stats import benjamini_hochberg, holm, log_ratio_interval
+from evalharness.analysis.speed import scenario_verdict
+from evalharness.analysis.stats import benjamini_hochberg, holm
 from evalharness.records.baseline import Thresholds
 from evalharness.records.drift import CellDrift, SecondaryChange
 from evalharness.records.io import ResultsError
-from evalharness.records.measures import ScenarioResult, TaskScore
 from evalharness.records.provenance import machine_kind
 from evalharness.records.run import CellResult, RunResult
 
@@ -49,15 +48,16 @@ class ScenarioChange(BaseModel):
     name: str
     base_tok_s: float | None = None
     head_tok_s: float | None = None
-    ratio: float | None = None  # head / base output tokens/s
-    ci_low: float | None = None  # only where both sides repeated the scenario
+    ratio: float | None = None  # head / base output tokens/s (the speed rule's, over the repeats it kept)
+    ci_low: float | None = None  # the rule's one-sided bounds, only where a side repeated the scenario
     ci_high: float | None = None
-    repeats: tuple[int, int] = (0, 0)
+    repeats: tuple[int, int] = (0, 0)  # repeats kept: (base, head)
+    outcome: str | None = None  # the rule's: faster | slower | equal | undecided (head against base)
+    speed: str | None = None  # its words
 
     def beyond_noise(self) -> bool:
-        """The repeats' interval excludes 1 and the change is larger than the drift between runs (pareto.py)."""
-        return (self.ci_low is not None and self.ci_high is not None and (self.ci_high < 1 or self.ci_low > 1)
-                and self.ratio is not None and abs(self.ratio - 1) >= MIN_THROUGHPUT_CHANGE)
+        """The speed rule calls the head credibly faster or slower than the base (analysis/speed.py)."""
+        return self.outcome in ("faster", "slower")
 
 
 class CellComparison(BaseModel):
@@ -147,18 +147,6 @@ def _settings(base: dict[str, Any], head: dict[str, Any]) -> list[SettingDiffere
             for k in sorted(set(base) | set(head)) if base.get(k) != head.get(k)]
 
 
-def _repeat_rates(sc: ScenarioResult) -> list[float]:
-    """Output tokens/s of each repeat of a scenario, from whatever repeat list the record carries (a list field
-    whose name says repeat, of numbers or of objects with output_tok_s); empty for a single measurement."""
-    for key, value in sc.model_dump().items():
-        if "repeat" in key and isinstance(value, list):
-            rates = [v if isinstance(v, (int, float)) else (v or {}).get("output_tok_s") for v in value]
-            rates = [float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool)]
-            if len(rates) >= 2:
-                return rates
-    return []
-
-
 def scenario_changes(base: CellResult, head: CellResult) -> list[ScenarioChange]:
     theirs = {s.name: s for s in base.throughput}
     out = []
@@ -166,13 +154,11 @@ def scenario_changes(base: CellResult, head: CellResult) -> list[ScenarioChange]
         before = theirs.pop(sc.name, None)
         change = ScenarioChange(name=sc.name, head_tok_s=sc.output_tok_s,
                                 base_tok_s=before.output_tok_s if before else None)
-        if before is not None and before.output_tok_s > 0:
-            change.ratio = sc.output_tok_s / before.output_tok_s
-            b, h = _repeat_rates(before), _repeat_rates(sc)
-            interval = log_ratio_interval(b, h) if b and h else None
-            if interval is not None:
-                change.ratio, change.ci_low, change.ci_high = interval
-                change.repeats = (len(b), len(h))
+        verdict = scenario_verdict(sc, before)
+        if verdict is not None:
+            change.ratio, change.outcome, change.speed = verdict.ratio, verdict.outcome, verdict.text()
+            change.ci_low, change.ci_high = verdict.low, verdict.high
+            change.repeats = (verdict.kept[1], verdict.kept[0])
         out.append(change)
     return out + [ScenarioChange(name=n, base_tok_s=s.output_tok_s) for n, s in theirs.items()]
 

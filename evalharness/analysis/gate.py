@@ -12,9 +12,9 @@ and how many there were, the throughput per scenario, and the versions. `gate` p
   a point drop beyond `hard_accuracy_drop` fails whatever the interval; more right->wrong than `max_flips` fails;
 - KLD: the run's own per-token KL divergence against its reference cell, each direction's unbiased figure with its
   bootstrap interval (analysis/numerics.py), fails above `max_kld` (its lower bound above), inconclusive across it;
-- throughput: the ratio run / baseline, with a t interval of the log ratio where either side repeated the scenario,
-  fails when its upper bound (the point, without repeats) is below `min_throughput_ratio`, and never within
-  MIN_THROUGHPUT_CHANGE of 1 (runs drift more than repeats spread: the between-run floor of the front and compare);
+- throughput: the speed rule (analysis/speed.py), the run's repeats against the baseline's, fails when the ratio's
+  one-sided upper bound is below `min_throughput_ratio`, and never within the rule's floor of 1 (runs drift more
+  than repeats spread); with neither side repeated no noise is known and nothing fails on it;
 - coverage: the run must cover what the baseline covers: every task, every document of each task (a run that scored
   3 of the baseline's 200 documents says nothing about the other 197), and, when throughput is gated, every scenario;
 - a task whose version changed is refused rather than compared; a gated cell that crashed or served garbage fails.
@@ -33,8 +33,8 @@ from pydantic import BaseModel
 from evalharness.analysis.equivalence import decide_family, margin_for
 from evalharness.analysis.pairing import (Headline, UnpairableMetric, canonical_scores, check_prompts,
                                           pairable_aggregation, pair, side_of_values, side_scores)
-from evalharness.analysis.pareto import MIN_THROUGHPUT_CHANGE
-from evalharness.analysis.stats import PairedEvidence, log_ratio_interval, paired_evidence
+from evalharness.analysis.speed import FLOOR, Side, kept_rates, side_of, speedup
+from evalharness.analysis.stats import PairedEvidence, paired_evidence
 from evalharness.records.drift import DistributionDrift
 from evalharness.records.baseline import Baseline, BaselineCell, BaselineError, BaselineTask, Thresholds
 from evalharness.records.measures import TaskScore
@@ -82,7 +82,7 @@ def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresh
                 within_doc_variance=noise[0].within_doc_variance if noise else None)
         out[cid] = BaselineCell(status=cell.status, tasks=tasks,
                                 throughput={s.name: s.output_tok_s for s in cell.throughput},
-                                throughput_repeats={s.name: s.repeat_tok_s for s in cell.throughput
+                                throughput_repeats={s.name: kept_rates(side_of(s)) for s in cell.throughput
                                                     if len(s.repeat_tok_s) > 1},
                                 engine_version=cell.engine_version(run.meta.engine))
     return Baseline(created=now_iso(), matrix_name=run.meta.matrix_name, harness_version=run.meta.harness_version,
@@ -197,7 +197,9 @@ def evaluate(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[st
         if limits.max_kld is not None:
             _judge_kld(out, run_id, cell.drift.distribution if cell.drift else None, limits.max_kld)
         if limits.min_throughput_ratio is not None:
-            out.violations += _throughput_violations(run_id, cell.throughput, base, limits)
+            failed, unsure = _throughput_violations(run_id, cell.throughput, base, limits)
+            out.violations += failed
+            out.inconclusive += unsure
     decisions = decide_family(family, limits.alpha)
     by_cell = {c.cell: c for c in cells}
     for key, decision in decisions.items():
@@ -265,32 +267,38 @@ def _judge_task(out: GateCell, task: GateTask, evidence: PairedEvidence, decisio
         out.inconclusive += task.reasons
 
 
-def _throughput_violations(run_id: str, scenarios: list, base: BaselineCell, limits: Thresholds) -> list[str]:
+def _throughput_violations(run_id: str, scenarios: list, base: BaselineCell,
+                           limits: Thresholds) -> tuple[list[str], list[str]]:
+    """A scenario fails when the speed rule (analysis/speed.py: the run's repeats against the baseline's, disturbed
+    ones set aside) puts the ratio's upper bound below min_throughput_ratio, and never within the floor of 1. Where
+    neither side repeated there is no noise known and nothing can fail on it: a point below the floor is an
+    inconclusive line. Returns (violations, inconclusive lines)."""
     measured = {s.name: s for s in scenarios}
     missing = [name for name in base.throughput if name not in measured]
-    out = []
+    out: list[str] = []
+    unsure: list[str] = []
     if missing:
         out.append(f"{run_id}: throughput scenario(s) {', '.join(missing)} of the baseline not in this run "
                    f"({len(base.throughput) - len(missing)} of the baseline's {len(base.throughput)} scenarios measured)")
-    floor = min(limits.min_throughput_ratio, 1 - MIN_THROUGHPUT_CHANGE)  # type: ignore[type-var]
+    floor = min(limits.min_throughput_ratio, 1 / (1 + FLOOR))  # type: ignore[type-var]
     for name, before in base.throughput.items():
-        if name not in measured or before <= 0:
+        if name not in measured or before <= 0 or measured[name].output_tok_s <= 0:
             continue
-        now = measured[name].output_tok_s
-        ratio = now / before
-        run_reps = measured[name].repeat_tok_s if len(measured[name].repeat_tok_s) > 1 else [now]
-        base_reps = base.throughput_repeats.get(name) or [before]
-        interval = log_ratio_interval(base_reps, run_reps)
-        upper = interval[2] if interval else ratio
-        if upper >= floor:
+        verdict = speedup(side_of(measured[name]), Side(tuple(base.throughput_repeats.get(name) or [before])))
+        if verdict.high is None:
+            if verdict.ratio < floor:
+                unsure.append(f"{run_id}: throughput {name} is {verdict.ratio:.2f}x the baseline's, below "
+                              f"{floor:.2f}x, but neither side repeated the scenario: no noise known, nothing "
+                              "decided (set repeats: on it)")
             continue
-        noise = (f"the 95% interval of the ratio [{interval[1]:.2f}, {interval[2]:.2f}] from the repeats (run "
-                 f"{len(run_reps)}, baseline {len(base_reps)}) lies below" if interval else "no repeats: the "
-                 "point is below")
-        out.append(f"{run_id}: throughput {name} {now:.1f} tok/s is {ratio:.2f}x the baseline's {before:.1f}; {noise} "
-                   f"{floor:.2f}x (min_throughput_ratio {limits.min_throughput_ratio}, never within "
-                   f"{MIN_THROUGHPUT_CHANGE:.0%} of 1)")
-    return out
+        if verdict.high >= floor:
+            continue
+        kept = verdict.kept
+        out.append(f"{run_id}: throughput {name} {measured[name].output_tok_s:.1f} tok/s is {verdict.ratio:.2f}x the "
+                   f"baseline's {before:.1f}; the ratio's one-sided {1 - verdict.level:.0%} upper bound "
+                   f"{verdict.high:.2f} (repeats kept: run {kept[0]}, baseline {kept[1]}) lies below {floor:.2f}x "
+                   f"(min_throughput_ratio {limits.min_throughput_ratio}, never within {FLOOR:.0%} of 1)")
+    return out, unsure
 
 
 def _task_evidence(run_id: str, task: str, expected: BaselineTask, score: TaskScore | None, run_dir: Path,

@@ -1,10 +1,9 @@
 """The Pareto front of throughput against drift over a run's ready cells (pure: a RunResult in, points out).
 
-Throughput is noisy (the same cell measured 11.1 and 8.3 tok/s on two machines of one kind, and more than 10% apart
-run to run on a shared one). Where a scenario ran more than once (`repeats`), each cell carries the range of its
-repeats, and one cell is faster than another only when its whole range lies above the other's and it is faster by
-MIN_THROUGHPUT_CHANGE at least (cells run one after another, and runs drift more than repeats spread): within the
-noise, two cells are as fast as each other, and the one with less drift dominates.
+Throughput is noisy (the same cell measured 11.1 and 8.3 tok/s on two machines of one kind, and one busy minute
+took a repeat from 18 to 3.6 tok/s on a shared one). One cell is faster than another only when the speed rule says
+so (analysis/speed.py: the ratio's interval from both cells' repeats, above the between-run floor, disturbed
+repeats set aside): otherwise the two are as fast as each other, and the one with less drift dominates.
 
 Accuracy is treated the same way: with `drift_measure: accuracy` a cell's accuracy is its verdict against the
 reference (analysis/equivalence.py), not its point estimate: cells equivalent within the margin are tied with the
@@ -16,11 +15,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-# Repeats within one run spread less than runs, or cells measured minutes apart, do: the demo run twice on one
-# machine, same code, moved the bfloat16 single-stream figure by 3% (29.3 -> 28.3 tok/s) with three repeats each
-# 29.2-29.5 and 28.1-28.5. A ratio within this much of 1 is never called faster or slower, whatever the ranges.
-MIN_THROUGHPUT_CHANGE = 0.05
-
+from evalharness.analysis.speed import Side, SpeedVerdict, scenario_verdict, side_of, speedup
+from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import CellResult, RunResult
 
 
@@ -34,6 +30,15 @@ class ParetoPoint(BaseModel):
     dominated_by: list[str] = []
     verdict: str | None = None  # accuracy: reference | equivalent | inconclusive | worse (None: the kld measure)
     drop_upper: float | None = None  # the largest one-sided 95% upper bound of a task's drop
+    # the speed rule's side (analysis/speed.py): each repeat's tok/s, why it was disturbed, the adaptive plan
+    rates: list[float] = []
+    disturbed: list[str] = []
+    plan: list[int] | None = None
+
+    def side(self) -> Side:
+        rates = tuple(self.rates) or (self.throughput,)
+        return Side(rates, tuple(self.disturbed) if len(self.disturbed) == len(rates) else (),
+                    tuple(self.plan) if self.plan else None)  # type: ignore[arg-type]
 
 
 # accuracy verdicts, best first: the reference and cells equivalent to it are tied
@@ -57,30 +62,21 @@ class Pareto(BaseModel):
     points: list[ParetoPoint]
 
 
-def faster(a: float, a_range: tuple[float, float] | None, b: float, b_range: tuple[float, float] | None) -> bool:
-    """Is throughput a higher than b beyond the noise? With a range on either side, a's low end must lie above b's
-    high end (a point without a range is its own low and high end) and a be MIN_THROUGHPUT_CHANGE above b; without
-    ranges (no noise known), plain comparison."""
-    if a_range is None and b_range is None:
-        return a > b
-    return (a_range or (a, a))[0] > (b_range or (b, b))[1] and a >= (1 + MIN_THROUGHPUT_CHANGE) * b
-
-
-def _range(p: ParetoPoint) -> tuple[float, float] | None:
-    return None if p.low is None or p.high is None else (p.low, p.high)
+def faster(a: ParetoPoint, b: ParetoPoint) -> bool:
+    """Is a faster than b? The speed rule's verdict between their repeats (analysis/speed.py)."""
+    return speedup(a.side(), b.side()).faster
 
 
 def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
     """Mark the points no other point beats on both axes (throughput higher is better, drift lower is better). A point
-    q beats p when q is not slower (p not faster beyond the noise) and has no more drift, and q is faster beyond the
-    noise or has less drift; drift is the accuracy verdict's rank where points carry one."""
+    q beats p when q is not slower (p not faster by the speed rule) and has no more drift, and q is faster by the
+    rule or has less drift; drift is the accuracy verdict's rank where points carry one."""
     for p in points:
         beaten_by = []
         for q in points:
             if q is p:
                 continue
-            q_faster = faster(q.throughput, _range(q), p.throughput, _range(p))
-            p_faster = faster(p.throughput, _range(p), q.throughput, _range(q))
+            q_faster, p_faster = faster(q, p), faster(p, q)
             q_drift, p_drift = _accuracy_rank(q), _accuracy_rank(p)
             if not p_faster and q_drift <= p_drift and (q_faster or q_drift < p_drift):
                 beaten_by.append(q.cell)
@@ -109,28 +105,20 @@ def scenario_throughput(cell: CellResult | None, scenario: str | None) -> float 
     return next((s.output_tok_s for s in (cell.throughput if cell else []) if s.name == scenario), None)
 
 
+def scenario_record(cell: CellResult | None, scenario: str | None) -> ScenarioResult | None:
+    return next((s for s in (cell.throughput if cell else []) if s.name == scenario), None)
+
+
 def scenario_range(cell: CellResult | None, scenario: str | None) -> tuple[float, float] | None:
     """The range of one cell's repeats in one scenario; None when it ran once (or not at all)."""
-    return next((s.tok_s_range() for s in (cell.throughput if cell else []) if s.name == scenario), None)
+    record = scenario_record(cell, scenario)
+    return record.tok_s_range() if record else None
 
 
-def ratio_to_reference(tp: float, tp_range: tuple[float, float] | None, ref: float,
-                       ref_range: tuple[float, float] | None) -> tuple[float, float | None, float | None, str]:
-    """(ratio, low, high, verdict): cell over reference, with the range of ratios the repeats allow (None without
-    repeats) and 'faster', 'slower' or 'within noise' ('' when neither side has repeats: no noise known)."""
-    ratio = tp / ref
-    if tp_range is None and ref_range is None:
-        return ratio, None, None, ""
-    (lo, hi), (ref_lo, ref_hi) = tp_range or (tp, tp), ref_range or (ref, ref)
-    verdict = ("faster" if faster(tp, tp_range, ref, ref_range) else
-               "slower" if faster(ref, ref_range, tp, tp_range) else "within noise")
-    return ratio, lo / ref_hi, (hi / ref_lo if ref_lo > 0 else None), verdict
-
-
-def worth_more_than_reference(ratio: float, verdict: str) -> bool:
-    """Faster than the reference beyond the noise (ratio_to_reference's verdict); measured once on both sides there
-    is no noise to beat, and the between-run floor alone decides. What screening and the recommendation both ask."""
-    return verdict == "faster" or (verdict == "" and ratio >= 1 + MIN_THROUGHPUT_CHANGE)
+def vs_reference(run: RunResult, cid: str, scenario: str | None) -> SpeedVerdict | None:
+    """The speed rule's verdict of one cell against the run's reference in one scenario (None: either lacks it)."""
+    return scenario_verdict(scenario_record(run.cells.get(cid), scenario),
+                            scenario_record(run.cells.get(run.reference), scenario))
 
 
 def _drift(run: RunResult, cid: str, cell: CellResult, measure: str) -> float | None:
@@ -168,6 +156,9 @@ def pareto(run: RunResult) -> Pareto:
         if tp is not None and drift is not None:
             low_high = scenario_range(cell, scenario)
             verdict, upper = _verdict(run, cid, cell) if measure == "accuracy" else (None, None)
+            side = side_of(scenario_record(cell, scenario))  # type: ignore[arg-type]
             points.append(ParetoPoint(cell=cid, throughput=tp, drift=drift, low=low_high[0] if low_high else None,
-                                      high=low_high[1] if low_high else None, verdict=verdict, drop_upper=upper))
+                                      high=low_high[1] if low_high else None, verdict=verdict, drop_upper=upper,
+                                      rates=list(side.rates), disturbed=list(side.reasons()),
+                                      plan=list(side.plan) if side.plan else None))
     return Pareto(scenario=scenario, measure=measure, throughput=throughput, points=pareto_front(points))

@@ -1,5 +1,6 @@
 """The one line a user needs first: the fastest cell that is equivalent to the reference on every task and faster
-beyond the noise, with its speed-up and its launch command; or why there is none and what would settle it (which
+by the speed rule (analysis/speed.py: credibly faster by the between-run floor at least), with its speed-up, its
+interval and its launch command; or why there is none and what would settle it (which
 cell, how many more samples, about how many hours at the speed its tasks ran). Pure: reads a RunResult (its drift
 must be refreshed) and the Pareto walk."""
 
@@ -9,8 +10,7 @@ import math
 
 from pydantic import BaseModel
 
-from evalharness.analysis.pareto import (pareto, ratio_to_reference, scenario_range, scenario_throughput,
-                                        worth_more_than_reference)
+from evalharness.analysis.pareto import pareto, scenario_throughput, vs_reference
 from evalharness.records.run import RunResult
 
 
@@ -29,6 +29,7 @@ class Recommendation(BaseModel):
     low: float | None = None
     high: float | None = None
     drop_upper: float | None = None
+    speed: str | None = None  # the speed rule's words for the cell against the reference ('1.48x [1.31–1.67] faster')
     argv: list[str] = []
     env: dict[str, str] = {}
     why_none: str | None = None
@@ -62,25 +63,26 @@ def recommend(run: RunResult) -> Recommendation:
     for point in chart.points:
         if point.cell == run.reference:
             continue
-        cell = run.cells[point.cell]
-        ratio, low, high, verdict = ratio_to_reference(point.throughput, scenario_range(cell, chart.scenario), ref_tp,
-                                                       scenario_range(reference, chart.scenario))
-        if worth_more_than_reference(ratio, verdict):
-            faster.append((point, ratio, low, high))
+        verdict = vs_reference(run, point.cell, chart.scenario)
+        if verdict is not None and verdict.faster:
+            faster.append((point, verdict))
     faster.sort(key=lambda f: -f[0].throughput)
-    for point, ratio, low, high in faster:
+    for point, verdict in faster:
         if point.verdict == "equivalent":
             cell = run.cells[point.cell]
-            return Recommendation(cell=point.cell, scenario=chart.scenario, ratio=ratio, low=low, high=high,
-                                  drop_upper=point.drop_upper, argv=cell.argv, env=cell.env)
+            return Recommendation(cell=point.cell, scenario=chart.scenario, ratio=verdict.ratio, low=verdict.low,
+                                  high=verdict.high, speed=verdict.text(), drop_upper=point.drop_upper,
+                                  argv=cell.argv, env=cell.env)
     if not faster:
-        return Recommendation(scenario=chart.scenario, why_none="no cell is faster than the reference beyond the "
-                              "noise (its repeats' ranges and 5%): keep the reference")
+        return Recommendation(scenario=chart.scenario, why_none="no cell is credibly faster than the reference by "
+                              "the 5% floor (the speed rule's one-sided 95% bound over both sides' repeats): keep "
+                              "the reference")
     unsettled = [f for f in faster if f[0].verdict == "inconclusive"]
     if not unsettled:
         return Recommendation(scenario=chart.scenario, why_none="every cell faster than the reference is worse on "
                               "some task: keep the reference")
-    point, ratio, low, high = unsettled[0]
-    return Recommendation(scenario=chart.scenario, ratio=ratio, low=low, high=high, candidate=point.cell,
+    point, verdict = unsettled[0]
+    return Recommendation(scenario=chart.scenario, ratio=verdict.ratio, low=verdict.low, high=verdict.high,
+                          speed=verdict.text(), candidate=point.cell,
                           drop_upper=point.drop_upper, settle=_settle(run, point.cell),
-                          why_none="no cell is both faster beyond the noise and equivalent on every task")
+                          why_none="no cell is both credibly faster and equivalent on every task")

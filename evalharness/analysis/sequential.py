@@ -15,8 +15,9 @@ p with the level its last look spent (not a textbook combination of Holm and spe
 inflation, 0.12% against the fixed design's 0.13% with every cell exactly at the margin). Once a task of a cell is
 worse, the cell is worse: its other tasks stop at that look too.
 
-Screening: a cell that is not faster than the reference beyond the noise runs only its first look (enough to catch
-a damaged model), unless the matrix asks for full quality everywhere; it can never be worth shipping. The decision
+Screening: a cell that is credibly not faster than the reference (the speed rule's upper bound below 1 plus the
+floor, analysis/speed.py) runs only its first look (enough to catch a damaged model), unless the matrix asks for full
+quality everywhere; it can never be worth shipping. A cell whose speed is undecided is never screened. The decision
 to screen comes from throughput, not from the quality data, so a screened cell is a fixed design of one look,
 tested at the full alpha.
 """
@@ -81,10 +82,11 @@ def decide_look(evidence: PairedEvidence, margin: float, level: float, family_si
     return LookDecision(None, level)
 
 
-def screened(verdict: str, full_quality: bool) -> bool:
-    """A cell whose throughput against the reference is not 'faster' (pareto.ratio_to_reference's verdict; '' when
-    measured once, then only a 5% change counts, as there) runs only its first look."""
-    return not full_quality and verdict != "faster"
+def screened(not_faster: bool, full_quality: bool) -> bool:
+    """A cell the speed rule calls credibly not faster than the reference by the floor (SpeedVerdict.not_faster:
+    its upper bound below 1 + FLOOR, analysis/speed.py) runs only its first look; an undecided one runs its quality
+    as designed."""
+    return not full_quality and not_faster
 
 
 def final_alpha(alpha: float, looks: Sequence[int], reached: int) -> float:

@@ -17,6 +17,7 @@ cases and by simulation (tests/unit/test_equivalence.py, benchmarks/gate_false_a
 - exact McNemar p-value (scipy), shown beside the flips;
 - `log_ratio_interval`: a t interval of the log throughput ratio from independent repeats of each side (statsmodels'
   Welch comparison on the logs), which keeps its coverage at 3 against 3 where a percentile bootstrap gave about 80%;
+  the speed rule (analysis/speed.py) decides on it;
 - Holm and Benjamini-Hochberg adjustments, in numpy: statsmodels' `multipletests` gives the same values but calls
   `gc.collect()` on every call, 58 ms a call in the harness's process (measured 2026-12-01, 96 p-values), half of a
   24-cell gate's time and minutes in the benchmark's simulations; tests/unit/test_equivalence.py checks the two agree;
@@ -187,7 +188,8 @@ def log_ratio_interval(before: Sequence[float], after: Sequence[float], *,
                        confidence: float = 0.95) -> tuple[float, float, float] | None:
     """(ratio, low, high) of after over before from independent repeats (repeat i of one run has nothing to do with
     repeat i of the other): the ratio of geometric means and a t interval on the difference of mean logs, Welch's
-    where both sides repeat, the repeating side's own spread where only one does. None when neither side repeats or
+    where both sides repeat; where only one does, its spread stands for both sides' (the unrepeated figure is a draw
+    with the same noise: ignoring it covered 84% of a nominal 95% at 3 against 1). None when neither side repeats or
     a value is not positive."""
     before, after = [float(v) for v in before], [float(v) for v in after]
     if not before or not after or min(before + after) <= 0 or (len(before) < 2 and len(after) < 2):
@@ -201,12 +203,13 @@ def log_ratio_interval(before: Sequence[float], after: Sequence[float], *,
         if np.ptp(log_b) == 0 and np.ptp(log_a) == 0:
             return math.exp(diff), math.exp(diff), math.exp(diff)
         low, high = CompareMeans(DescrStatsW(log_a), DescrStatsW(log_b)).tconfint_diff(alpha=alpha, usevar="unequal")
-    else:
+    else:  # one side ran once: the repeating side's spread stands for both sides' (a pooled t's assumption)
         spread = log_a if len(after) >= 2 else log_b
         if np.ptp(spread) == 0:
             return math.exp(diff), math.exp(diff), math.exp(diff)
-        lo, hi = DescrStatsW(spread).tconfint_mean(alpha=alpha)
-        low, high = diff - (spread.mean() - lo), diff + (hi - spread.mean())
+        se = float(np.std(spread, ddof=1)) * math.sqrt(1 / len(before) + 1 / len(after))
+        half = float(student_t.ppf(1 - alpha / 2, len(spread) - 1)) * se
+        low, high = diff - half, diff + half
     return math.exp(diff), math.exp(float(low)), math.exp(float(high))
 
 

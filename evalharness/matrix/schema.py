@@ -97,6 +97,19 @@ class RequestsSection(_Strict):
     hung_after: int = Field(3, gt=0, description="timeouts in a row that mean the engine stopped answering")
 
 
+class RepeatRange(_Strict):
+    """Adaptive repeats: at least `min`, at most `max`, stopping once the speed verdict is decided."""
+
+    min: int = Field(2, ge=1, le=100)
+    max: int = Field(6, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "RepeatRange":
+        if self.min > self.max:
+            raise ValueError(f"repeats: min {self.min} is above max {self.max}")
+        return self
+
+
 class Scenario(_Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     concurrency: int | None = Field(None, gt=0)
@@ -112,11 +125,22 @@ class Scenario(_Strict):
                          "task:NAME (a shipped lm-eval task's prompts), a .jsonl file of {prompt}, or random (random "
                          "words, input_len of them: capacity figures only; speculative decoding finds its own loops "
                          "in them)")
-    repeats: int = Field(1, ge=1, le=100, description="measure the scenario this many times (fresh prompts each "
-                         "time); the report shows the range of output tok/s and no cell is called faster than another "
-                         "within it")
+    repeats: Union[Annotated[int, Field(ge=1, le=100)], RepeatRange] = Field(1, description="measure the "
+                                                                             "scenario this many times (fresh prompts "
+                                                                             "each time), or {min, max}: a cell "
+                                                                             "measures until the speed rule "
+                                                                             "(analysis/speed.py) decides it against "
+                                                                             "the reference, the reference all max")
+    remeasure: int = Field(2, ge=0, le=20, description="repeats disturbed while measured (a busy host, a stalled "
+                           "stream, a figure far below the others) measured again, at most, per scenario and cell")
     client_processes: int = Field(1, ge=1, le=64, description="shard the streams over this many client processes "
                                   "(one process keeps up with about 40,000 events/s: see benchmarks/README.md)")
+
+    def repeat_plan(self) -> tuple[int, int]:
+        """(min, max) repeats: a fixed number is both."""
+        if isinstance(self.repeats, int):
+            return self.repeats, self.repeats
+        return self.repeats.min, self.repeats.max
 
     @model_validator(mode="after")
     def _one_mode(self) -> "Scenario":

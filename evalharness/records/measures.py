@@ -28,6 +28,22 @@ def percentiles(values: list[float]) -> Percentiles:
     return Percentiles(mean=float(np.mean(values)), p50=float(p50), p90=float(p90), p99=float(p99))
 
 
+class RepeatFigures(BaseModel):
+    """One repeat of a throughput scenario and what else ran while it was measured (runner/speedloop.py): the host
+    beside the engine (serving/host.py) and the stream itself (phases/throughput/stats.py `stream_stalls`)."""
+
+    tok_s: float  # this repeat's output tokens/s
+    seconds: float
+    requests: int
+    completed: int
+    disturbed: str = ""  # why it was judged disturbed ('' when clean): what crossed its limit, in words
+    host: dict[str, Any] = {}  # foreign_cores, steal_share, load_1m, gpu_others: serving/host.py `HostWindow`
+    longest_gap_s: float | None = None  # the longest wait for a token in any stream of the repeat
+    median_gap_s: float | None = None  # the repeat's median inter-token gap
+    stalled_share: float | None = None  # share of the streams' time spent in gaps far above that median
+    resumed: bool = False  # measured by an earlier launch of the cell and kept on --resume
+
+
 class ScenarioResult(BaseModel):
     name: str
     concurrency: int | None = None
@@ -53,6 +69,11 @@ class ScenarioResult(BaseModel):
     # (those used random words)
     prompts: str | None = None
     repeat_tok_s: list[float] = []  # output tok/s of each repeat when the scenario ran more than once (mean above)
+    # each repeat with what disturbed it, in order (empty in runs before issue 43: repeat_tok_s alone); the speed
+    # rule (analysis/speed.py) leaves disturbed ones out, the figures above are over the repeats it kept
+    repeat_figures: list[RepeatFigures] = []
+    repeat_plan: list[int] | None = None  # [min, max] repeats of an adaptive scenario (None: a fixed number)
+    stopped: str | None = None  # why its repeats stopped where they did (decided, the maximum, a hung engine)
     # the engine's per-request speculative figures summed over the measured requests that carried them (SGLang's
     # spec_tokens_details): {"requests", "completion_tokens", "verify_calls"}; {} when the engine sent none
     request_spec: dict[str, int] = {}
@@ -62,6 +83,10 @@ class ScenarioResult(BaseModel):
         if len(self.repeat_tok_s) < 2:
             return None
         return min(self.repeat_tok_s), max(self.repeat_tok_s)
+
+    def disturbed_repeats(self) -> list[tuple[int, RepeatFigures]]:
+        """(1-based index, figures) of every repeat judged disturbed while it was measured."""
+        return [(i + 1, r) for i, r in enumerate(self.repeat_figures) if r.disturbed]
 
     def itl_interpolated(self) -> bool:
         """True when some request's tokens per chunk were not the server's own counts but a total spread evenly

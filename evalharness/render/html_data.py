@@ -241,7 +241,7 @@ def _cells_table(run: RunResult, tasks: list[str]) -> dict:
     scenario = chart.scenario
     front = {p.cell for p in chart.points if p.on_front}
     reference = run.cells.get(run.reference)
-    ref_tp, ref_range = scenario_throughput(reference, scenario), scenario_range(reference, scenario)
+    ref_tp = scenario_throughput(reference, scenario)
     rows = []
     for cid in run.cell_order:
         cell = run.cells.get(cid)
@@ -258,8 +258,7 @@ def _cells_table(run: RunResult, tasks: list[str]) -> dict:
             [cell.status, cell.status],
             ["yes" if cid in front else "", int(cid in front)],
             ["" if tp is None else tok_s_text(tp, scenario_range(cell, scenario)), tp],
-            ["" if tp is None or not ref_tp else vs_reference_text(tp, scenario_range(cell, scenario), ref_tp,
-                                                                  ref_range, cid == run.reference),
+            ["" if tp is None or not ref_tp else vs_reference_text(run, cid, scenario),
              tp / ref_tp if tp is not None and ref_tp else None],
             [verdict, verdict],
             [interval_text(d.accuracy_delta, d.ci_low, d.ci_high) if d else "", d.accuracy_delta if d else None],

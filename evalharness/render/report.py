@@ -7,8 +7,8 @@ phases, serving, the runner or the command line.
 
 from __future__ import annotations
 
-from evalharness.analysis.pareto import (MIN_THROUGHPUT_CHANGE, pareto, ratio_to_reference, scenario_range,
-                                        scenario_throughput)
+from evalharness.analysis.pareto import pareto, scenario_range, scenario_throughput, vs_reference
+from evalharness.analysis.speed import FLOOR
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, other_kind
@@ -91,13 +91,13 @@ def render_markdown(run: RunResult) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
-def vs_reference_text(tp: float, tp_range, ref: float, ref_range, is_reference: bool) -> str:
-    """'1.24x' without repeats; '1.24x [0.98–1.41] within noise' with them (the ratios the repeats' ranges allow)."""
-    ratio, low, high, verdict = ratio_to_reference(tp, tp_range, ref, ref_range)
-    if is_reference or low is None:
-        return f"{ratio:.2f}x"
-    return f"{ratio:.2f}x [{low:.2f}–{high:.2f}]" + (f" {verdict}" if verdict else "") if high is not None \
-        else f"{ratio:.2f}x"
+def vs_reference_text(run: RunResult, cid: str, scenario: str | None) -> str:
+    """'1.00x' for the reference; the speed rule's words for a cell ('1.48x [1.31–1.67] faster', analysis/speed.py);
+    '' where either side lacks the scenario."""
+    if cid == run.reference:
+        return "1.00x"
+    verdict = vs_reference(run, cid, scenario)
+    return "" if verdict is None else verdict.text()
 
 
 def pareto_section(run: RunResult) -> list[str]:
@@ -105,7 +105,6 @@ def pareto_section(run: RunResult) -> list[str]:
     scenario, measure = chart.scenario, chart.measure
     by_cell = {p.cell: p for p in chart.points}
     ref_tp = scenario_throughput(run.cells.get(run.reference), scenario)
-    ref_range = scenario_range(run.cells.get(run.reference), scenario)
     rows = []
     for cid, tp in chart.throughput.items():
         point = by_cell.get(cid)
@@ -129,8 +128,7 @@ def pareto_section(run: RunResult) -> list[str]:
             f"`{cid}`",
             "**yes**" if point and point.on_front else ("no" if point else ""),
             "" if tp is None else tok_s_text(tp, scenario_range(run.cells[cid], scenario)),
-            "" if tp is None or not ref_tp else vs_reference_text(tp, scenario_range(run.cells[cid], scenario), ref_tp,
-                                                              ref_range, cid == run.reference)
+            "" if tp is None or not ref_tp else vs_reference_text(run, cid, scenario)
             + (" (other machine)" if other_kind(run, cid) else ""),
             verdict, acc, p_text, flips, agree, dist_text, same_text,
             ", ".join(f"`{c}`" for c in point.dominated_by) if point else "",
@@ -162,15 +160,18 @@ def pareto_section(run: RunResult) -> list[str]:
 
 
 def _noise_note(run: RunResult, scenario: str | None) -> str:
-    """How the throughput figure was obtained: repeats and their range, or a warning that it is one measurement."""
+    """How the throughput figure was obtained, and the speed rule that 'vs reference' and the front use."""
     repeats = {len(s.repeat_tok_s) for c in run.cells.values() for s in c.throughput if s.name == scenario}
+    rule = (f"'vs reference' is the speed rule's verdict (the ratio of geometric means with its one-sided 95% "
+            f"bounds from both sides' repeats, in brackets: **faster** when the lower bound is above "
+            f"{1 + FLOOR:.2f}, **slower** when the upper bound is below {1 / (1 + FLOOR):.2f}, **equal** within both, "
+            f"else **undecided**; the {FLOOR:.0%} floor because cells run minutes apart and runs drift more than "
+            "repeats spread; disturbed repeats are set aside, Throughput below names them), and the front uses the "
+            "same rule between cells")
     if repeats - {0, 1}:
-        return (f" (mean of {max(repeats)} repeats, [lowest–highest] beside it; a cell is faster than another only "
-                f"when its lowest repeat beats the other's highest and it is at least {MIN_THROUGHPUT_CHANGE:.0%} "
-                "faster (runs drift more than repeats spread), so the front and 'vs reference' ignore differences "
-                "within the noise)")
-    return (" (measured once: no noise bar; differences of 10-20% are within run-to-run noise on a shared machine, "
-            "set `repeats:` on the scenario to measure it)")
+        return f" (mean of the repeats kept, [lowest–highest of all] beside it; {rule})"
+    return (" (measured once: no noise bar, so no cell is called faster or slower; set `repeats:` on the scenario, "
+            f"e.g. {{min: 2, max: 6}}, to measure until decided; {rule})")
 
 
 def _task_names(run: RunResult) -> list[str]:

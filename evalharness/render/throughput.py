@@ -3,6 +3,7 @@ a figure was obtained (interpolated inter-token latency)."""
 
 from __future__ import annotations
 
+from evalharness.analysis.speed import set_aside, side_of
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
@@ -93,5 +94,42 @@ def throughput_section(run: RunResult) -> list[str]:
             "(`natural`: the shipped corpus of natural requests; `task:NAME`: a task's prompts; `random`: random "
             "words, for capacity figures only: speculative decoding finds its own loops in them and overstates its "
             "acceptance) and the mean prompt tokens; ×N and [lowest–highest]: the scenario ran N times, output "
-            "tok/s is their mean." + (" " + notes if notes else ""), "",
-            markdown_table(["cell", *THROUGHPUT_HEADER], rows), ""]
+            "tok/s is the mean of those the speed rule kept (analysis/speed.py), the range over all of them." +
+            (" " + notes if notes else ""), "",
+            markdown_table(["cell", *THROUGHPUT_HEADER], rows), "", *repeats_section(run)]
+
+
+def repeat_notes(sc: ScenarioResult) -> list[str]:
+    """One line per repeat the speed rule set aside or kept although disturbed, with what disturbed it."""
+    side = side_of(sc)
+    aside = set_aside(side)
+    out = []
+    for i, why in enumerate(side.reasons()):
+        if i in aside:
+            out.append(f"repeat {i + 1}: {side.rates[i]:.1f} tok/s, set aside: {aside[i]}")
+        elif why:
+            out.append(f"repeat {i + 1}: {side.rates[i]:.1f} tok/s, **kept although disturbed** (too few clean "
+                       f"repeats; the verdict rests on it): {why}")
+    return out
+
+
+def repeats_section(run: RunResult) -> list[str]:
+    """How many repeats each scenario took and why it stopped; each disturbed repeat and what disturbed it."""
+    lines = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        for sc in cell.throughput if cell else []:
+            notes = repeat_notes(sc)
+            if not notes and not sc.stopped:
+                continue
+            plan = f" (plan {sc.repeat_plan[0]}-{sc.repeat_plan[1]})" if sc.repeat_plan else ""
+            stop = f"; stopped: {md_text(sc.stopped, 300)}" if sc.stopped else ""
+            lines.append(f"- `{cid}` {md_text(sc.name)}: {len(sc.repeat_tok_s) or 1} repeats{plan}{stop}")
+            lines += [f"  - {md_text(n, 400)}" for n in notes]
+    if not lines:
+        return []
+    return ["Repeats: a repeat is disturbed when other processes kept the host's cores busy, the hypervisor stole CPU "
+            "time or another process held a GPU while it ran (serving/interference.py), when its streams stalled "
+            "(gaps far above their median), or when its figure lies far below its scenario's other repeats; a "
+            "disturbed repeat is measured again (`remeasure`) and set aside while two clean ones remain.", "",
+            *lines, ""]

@@ -109,7 +109,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     # throughput first: a cell not faster than the reference beyond the noise is screened out of most of the
     # quality phase, the costly one (analysis/sequential.py)
     if matrix.throughput is not None:
-        throughput_phase(matrix, engine, state, progress, alive)
+        throughput_phase(matrix, engine, state, progress, alive, reference, state.cell.id == reference_id)
     if matrix.quality is not None:
         quality_phase(matrix, state, progress, alive, reference_id, reference, family_size)
     if state.status == "ok":

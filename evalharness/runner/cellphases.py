@@ -12,13 +12,14 @@ import httpx
 
 from evalharness.analysis.drift import task_evidence
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
-from evalharness.analysis.pareto import ratio_to_reference, scenario_of, worth_more_than_reference
+from evalharness.analysis.pareto import scenario_of
+from evalharness.analysis.speed import FLOOR, scenario_verdict
 from evalharness.analysis.sequential import decide_look, default_looks, look_levels, screened
 from evalharness.matrix.schema import Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes
 from evalharness.phases.quality import SHIPPED_TASKS, run_quality
 from evalharness.phases.retries import ServerDied, judge_tally
-from evalharness.phases.throughput.client import LoadClient, run_scenario
+from evalharness.phases.throughput.client import LoadClient
 from evalharness.phases.throughput.prompts import load_source
 from evalharness.phases.throughput.stats import acceptance_crosscheck
 from evalharness.records.cellfiles import load_probe_outputs, save_probe_outputs
@@ -26,10 +27,14 @@ from evalharness.records.measures import RequestTally, ScenarioResult, TaskScore
 from evalharness.records.run import CellResult
 from evalharness.runner.cellstate import CellRun, CellStopped
 from evalharness.runner.progress import Progress
+from evalharness.runner.speedloop import measure_scenario
 from evalharness.serving.engines import Engine
 
 
-def throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, alive) -> None:
+def throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, alive,
+                     reference: CellResult | None = None, is_reference: bool = False) -> None:
+    """Every scenario, each repeated until the speed rule decides it against the reference's figures
+    (runner/speedloop.py); `reference`: the reference's finished record (None: every planned repeat runs)."""
     assert matrix.throughput is not None
     state.phase = "throughput"
     plan = state.plan
@@ -48,12 +53,9 @@ def throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: P
                 before.update(engine.before_load(http, plan))
             log_from[0] = log_size(state.log_path)  # the engine's own log lines of the measured requests start here
 
-        result = run_scenario(client, name=scenario.name, concurrency=scenario.concurrency,
-                              request_rate=scenario.request_rate, input_len=scenario.input_len,
-                              output_len=scenario.output_len, requests=scenario.requests,
-                              duration_s=scenario.duration_s, warmup=scenario.warmup_requests,
-                              after_warmup=read_counters, repeats=scenario.repeats,
-                              processes=scenario.client_processes)
+        theirs = next((s for s in (reference.throughput if reference else []) if s.name == scenario.name), None)
+        result = measure_scenario(client, scenario, state.cell_dir, after_warmup=read_counters, reference=theirs,
+                                  is_reference=is_reference, watch_host=engine.name != "external")
         state.throughput.append(result)
         if not alive():
             raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
@@ -154,21 +156,20 @@ def probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id
 
 
 def screening(matrix: Matrix, state: CellRun, reference: CellResult | None) -> str | None:
-    """Why this cell's quality runs its first look only (not faster than the reference beyond the noise), or None."""
+    """Why this cell's quality runs its first look only (the speed rule says it is credibly not faster than the
+    reference by the floor: never worth shipping for its speed), or None. An undecided cell is never screened."""
     quality = matrix.quality
     if quality is None or quality.full_quality or reference is None:
         return None
     name = scenario_of(matrix.model_dump(mode="json"))
     mine = next((s for s in state.throughput if s.name == name), None)
     theirs = next((s for s in reference.throughput if s.name == name), None)
-    if mine is None or theirs is None or theirs.output_tok_s <= 0:
+    verdict = scenario_verdict(mine, theirs)
+    if verdict is None or not screened(verdict.not_faster, quality.full_quality):
         return None
-    ratio, _, _, verdict = ratio_to_reference(mine.output_tok_s, mine.tok_s_range(), theirs.output_tok_s,
-                                              theirs.tok_s_range())
-    if not screened("faster" if worth_more_than_reference(ratio, verdict) else verdict, quality.full_quality):
-        return None
-    return (f"not faster than the reference in {name} ({ratio:.2f}x, {verdict or 'measured once'}): it can never "
-            "be worth shipping, so quality ran its first look only (quality.full_quality: true runs it all)")
+    return (f"not faster than the reference in {name} ({verdict.text()}: its upper bound {verdict.high:.2f} is "
+            f"below 1 + the {FLOOR:.0%} floor): it can never be worth shipping, so quality ran its first look only "
+            "(quality.full_quality: true runs it all)")
 
 
 def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, reference_id: str | None = None,

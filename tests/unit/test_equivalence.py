@@ -139,6 +139,9 @@ def _run_with(run_dir: Path, cells: dict[str, list[TaskScore]], gate: dict | Non
                                throughput=[ScenarioResult(name="single", concurrency=1, input_len=8, output_len=8,
                                                           requests=1, completed=1, duration_s=1, output_tokens=8,
                                                           output_tok_s=(tok_s or {}).get(cid, 10.0),
+                                                          # three repeats 1% apart: the speed rule needs a noise
+                                                          repeat_tok_s=[(tok_s or {}).get(cid, 10.0) * f
+                                                                        for f in (0.99, 1.0, 1.01)],
                                                           request_decode_tok_s=p, ttft_s=p, tpot_s=p, itl_s=p, e2e_s=p)])
                for cid, scores in cells.items()}
     meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m.yaml", started_at="t",
@@ -160,13 +163,13 @@ def test_pooled_delta_weights_tasks_equally_not_by_document_count(tmp_path):
 
 def test_noise_improvement_never_dominates_the_reference():
     # the cell is one point better by its point estimate, equivalent within the margin, and as fast
-    ref = ParetoPoint(cell="ref", throughput=10.0, drift=0.0, low=9.8, high=10.2, verdict="reference")
-    lucky = ParetoPoint(cell="lucky", throughput=10.1, drift=-0.01, low=9.9, high=10.3, verdict="equivalent")
+    ref = ParetoPoint(cell="ref", throughput=10.0, drift=0.0, rates=[9.8, 10.0, 10.2], verdict="reference")
+    lucky = ParetoPoint(cell="lucky", throughput=10.1, drift=-0.01, rates=[9.9, 10.1, 10.3], verdict="equivalent")
     pareto_front([ref, lucky])
     assert ref.on_front and lucky.on_front and not ref.dominated_by
     # an inconclusive cell as fast as the reference is dominated by it; a worse one faster beyond the noise is not
-    unsure = ParetoPoint(cell="unsure", throughput=10.0, drift=-0.02, low=9.9, high=10.1, verdict="inconclusive")
-    fast = ParetoPoint(cell="fast", throughput=20.0, drift=0.3, low=19.0, high=21.0, verdict="worse")
+    unsure = ParetoPoint(cell="unsure", throughput=10.0, drift=-0.02, rates=[9.9, 10.0, 10.1], verdict="inconclusive")
+    fast = ParetoPoint(cell="fast", throughput=20.0, drift=0.3, rates=[19.0, 20.0, 21.0], verdict="worse")
     pareto_front([ref, unsure, fast])
     assert unsure.dominated_by == ["ref"] and fast.on_front
 
@@ -272,9 +275,9 @@ def test_throughput_gate_passes_a_same_code_rerun_that_welch_called_slower(tmp_p
                          duration_s=1, output_tokens=8, output_tok_s=28.3, request_decode_tok_s=p, ttft_s=p, tpot_s=p,
                          itl_s=p, e2e_s=p, repeat_tok_s=[28.1, 28.3, 28.5])
     base = BaselineCell(status="ok", throughput={"single": 29.33}, throughput_repeats={"single": [29.2, 29.3, 29.5]})
-    assert _throughput_violations("c", [run], base, Thresholds(min_throughput_ratio=1.0)) == []
+    assert _throughput_violations("c", [run], base, Thresholds(min_throughput_ratio=1.0)) == ([], [])
     slow = run.model_copy(update={"output_tok_s": 20.0, "repeat_tok_s": [19.8, 20.0, 20.2]})
-    assert len(_throughput_violations("c", [slow], base, Thresholds(min_throughput_ratio=1.0))) == 1
+    assert len(_throughput_violations("c", [slow], base, Thresholds(min_throughput_ratio=1.0))[0]) == 1
 
 
 def test_log_ratio_interval_covers_about_95_percent_with_3_against_3_repeats():

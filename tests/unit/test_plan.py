@@ -96,7 +96,8 @@ def test_the_report_opens_with_the_recommendation_and_its_launch_command(tmp_pat
         cell.env = {"SGLANG_X": "1"}
     refresh_drift(run, tmp_path)
     rec = recommend(run)
-    assert rec.cell == "fast" and rec.ratio == pytest.approx(2.0)  # 'faster' is worse: never recommended
+    assert rec.cell == "fast" and rec.ratio == pytest.approx(2.0) and rec.low > 1.05  # 'faster' is worse: never
+    assert rec.speed.endswith("faster")
     text = render_markdown(run)
     assert text.index("**Recommendation: `fast`**") < text.index("## Pareto")
     assert "SGLANG_X=1 sglang serve --model-path M --fast" in text
@@ -178,7 +179,11 @@ def test_a_cell_not_faster_than_the_reference_is_screened_to_its_first_look():
     reference = SimpleNamespace(throughput=[scenario(10.0, [9.8, 10.0, 10.2])])
     slow = SimpleNamespace(throughput=[scenario(10.1, [9.9, 10.1, 10.3])])
     fast = SimpleNamespace(throughput=[scenario(15.0, [14.8, 15.0, 15.2])])
-    assert "not faster than the reference in single (1.01x, within noise)" in screening(matrix, slow, reference)
+    assert "not faster than the reference in single (1.01x [0.98–1.05] equal: its upper bound 1.05 is below 1 + " \
+        "the 5% floor)" in screening(matrix, slow, reference)
+    # undecided (its interval reaches past the floor): never screened, however close to 1 its point
+    wide = SimpleNamespace(throughput=[scenario(10.1, [8.0, 10.1, 12.5])])
+    assert screening(matrix, wide, reference) is None
     assert screening(matrix, fast, reference) is None
     everywhere = matrix.model_copy(update={"quality": matrix.quality.model_copy(update={"full_quality": True})})
     assert screening(everywhere, slow, reference) is None

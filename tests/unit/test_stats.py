@@ -61,12 +61,12 @@ def test_distribution_comparison_pairs_positions_and_counts_top_tokens():
 
 
 def test_pareto_front():
-    points = pareto_front([
-        ParetoPoint(cell="ref", throughput=10, drift=0.0),
-        ParetoPoint(cell="fast", throughput=20, drift=0.01),
-        ParetoPoint(cell="worse", throughput=15, drift=0.05),   # fast is faster and drifts less
-        ParetoPoint(cell="fastest", throughput=30, drift=0.2),
-    ])
+    def point(cell, tok_s, drift):
+        return ParetoPoint(cell=cell, throughput=tok_s, drift=drift, rates=[tok_s * 0.99, tok_s, tok_s * 1.01])
+
+    points = pareto_front([point("ref", 10, 0.0), point("fast", 20, 0.01),
+                           point("worse", 15, 0.05),  # fast is faster and drifts less
+                           point("fastest", 30, 0.2)])
     front = {p.cell for p in points if p.on_front}
     assert front == {"ref", "fast", "fastest"}
     assert "fast" in next(p for p in points if p.cell == "worse").dominated_by

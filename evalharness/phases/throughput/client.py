@@ -178,50 +178,64 @@ class LoadClient:
                 self._tokenizer = None
 
 
+def measure_repeat(client: LoadClient, *, repeat: int, concurrency: int | None, request_rate: float | None,
+                   input_len: int, output_len: int, requests: int | None, duration_s: float | None, warmup: int,
+                   after_warmup: Callable[[], None] | None = None, processes: int = 1) -> list[RequestRecord]:
+    """The measured requests of one repeat of a scenario (the warm-up and `after_warmup` first, when given: the
+    first repeat of a launch). Each repeat draws its own prompts (seeded by its index: no prefix-cache hits between
+    repeats, the same prompts for repeat k in every cell). With `processes` > 1 the measured requests are sharded
+    over that many client processes (shards.py); the warm-up and the engine's counters stay in this one."""
+    if requests is None and duration_s is None:
+        requests = max(8, 4 * (concurrency or 1))
+    seed = repeat * (requests or 1000)
+    if processes > 1:
+        if warmup or after_warmup is not None:
+            run_loop(client.run(requests=0, duration_s=None, concurrency=1, request_rate=None, input_len=input_len,
+                                output_len=output_len, warmup=warmup, after_warmup=after_warmup))
+        measured, hung, _ = run_sharded(type(client), client.settings, processes, requests=requests,
+                                        duration_s=duration_s, concurrency=concurrency, request_rate=request_rate,
+                                        input_len=input_len, output_len=output_len, seed=seed)
+        client.shards_hung = client.shards_hung or hung
+        return measured
+    _, measured = run_loop(client.run(requests=requests, duration_s=duration_s, concurrency=concurrency,
+                                      request_rate=request_rate, input_len=input_len, output_len=output_len,
+                                      warmup=warmup, after_warmup=after_warmup, seed=seed))
+    return measured
+
+
+def combine_repeats(name: str, repeats: list[list[RequestRecord]], *, concurrency: int | None,
+                    request_rate: float | None, input_len: int, output_len: int, prompts: str | None,
+                    rates: list[float] | None = None) -> ScenarioResult:
+    """One scenario's record from its repeats' requests (pure): latency percentiles over every request, output tok/s
+    the mean of the repeats' own rates (`rates`, default each repeat's), the duration their spans added up (not the
+    pauses between them); `repeat_tok_s` keeps each repeat's rate when there is more than one."""
+    records = [r for one in repeats for r in one]
+    result = summarize(name, records, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
+                       output_len=output_len)
+    result.prompts = prompts
+    if len(repeats) > 1:
+        each = [summarize(name, one, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
+                          output_len=output_len) for one in repeats]
+        rates = rates if rates is not None else [e.output_tok_s for e in each]
+        result.repeat_tok_s = [round(r, 3) for r in rates]
+        result.output_tok_s = sum(rates) / len(rates)
+        result.duration_s = round(sum(e.duration_s for e in each), 4)
+    return result
+
+
 def run_scenario(client: LoadClient, *, name: str, concurrency: int | None, request_rate: float | None,
                  input_len: int, output_len: int, requests: int | None, duration_s: float | None,
                  warmup: int, after_warmup: Callable[[], None] | None = None, repeats: int = 1,
                  processes: int = 1) -> ScenarioResult:
-    """One scenario: warm-up, then `after_warmup` (read the engine's counters), then the measured requests, `repeats`
-    times over (the warm-up only before the first). Each repeat draws its own prompts (no prefix-cache hits between
-    them), so the spread of their output tok/s is the run-to-run noise a reader should expect; the scenario's
-    output tok/s is their mean, its latency percentiles are over every measured request of every repeat. With
-    `processes` > 1 the measured requests are sharded over that many client processes (shards.py); the warm-up and
-    the engine's counters stay in this one."""
-    if requests is None and duration_s is None:
-        requests = max(8, 4 * (concurrency or 1))
-    records: list[RequestRecord] = []
-    rates: list[float] = []
-    span = 0.0
+    """One scenario, a fixed number of repeats (the warm-up only before the first): measure_repeat, then
+    combine_repeats. The runner's adaptive repeats (runner/speedloop.py) call the two itself."""
+    measured: list[list[RequestRecord]] = []
     for repeat in range(max(1, repeats)):
         if repeat and client.hung:
             break  # the engine stopped answering: more repeats would only add timeouts
-        seed = repeat * (requests or 1000)
-        if processes > 1:
-            if repeat == 0:
-                run_loop(client.run(requests=0, duration_s=None, concurrency=1, request_rate=None,
-                                    input_len=input_len, output_len=output_len, warmup=warmup,
-                                    after_warmup=after_warmup))
-            measured, hung, _ = run_sharded(type(client), client.settings, processes, requests=requests,
-                                            duration_s=duration_s, concurrency=concurrency,
-                                            request_rate=request_rate, input_len=input_len, output_len=output_len,
-                                            seed=seed)
-            client.shards_hung = client.shards_hung or hung
-        else:
-            _, measured = run_loop(client.run(requests=requests, duration_s=duration_s, concurrency=concurrency,
-                                              request_rate=request_rate, input_len=input_len, output_len=output_len,
-                                              warmup=warmup if repeat == 0 else 0,
-                                              after_warmup=after_warmup if repeat == 0 else None, seed=seed))
-        one = summarize(name, measured, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
-                        output_len=output_len)
-        records += measured
-        rates.append(one.output_tok_s)
-        span += one.duration_s
-    result = summarize(name, records, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
-                       output_len=output_len)
-    result.prompts = client.prompts.name
-    if len(rates) > 1:
-        result.repeat_tok_s = [round(r, 3) for r in rates]
-        result.output_tok_s = sum(rates) / len(rates)
-        result.duration_s = round(span, 4)  # the repeats' own spans, not the pauses between them
-    return result
+        measured.append(measure_repeat(client, repeat=repeat, concurrency=concurrency, request_rate=request_rate,
+                                       input_len=input_len, output_len=output_len, requests=requests,
+                                       duration_s=duration_s, warmup=warmup if repeat == 0 else 0,
+                                       after_warmup=after_warmup if repeat == 0 else None, processes=processes))
+    return combine_repeats(name, measured, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
+                           output_len=output_len, prompts=client.prompts.name)

@@ -1,0 +1,180 @@
+"""The one rule that says whether one configuration is faster than another: the ratio of a throughput scenario's
+output tokens/s between two sides' repeats, with an interval, decided at a floor. The Pareto front, "vs reference",
+screening, the recommendation, the gate, compare and the runner's adaptive repeats all ask it (pure: repeats in,
+a verdict out; benchmarks/speed_verdicts.py measures its errors).
+
+- **Estimate and interval**: the ratio of the geometric means of each side's kept repeats (below), with a t
+  interval of the difference of mean logs (analysis/stats.py `log_ratio_interval`: Welch where both sides repeat;
+  where one side ran once, the repeating side's spread stands for both, as a pooled t does, so the unrepeated side's
+  noise is counted, not ignored). Two-sided at 1 - 2 level: its ends are one-sided bounds at `level`.
+- **Floor**: cells run minutes apart, and runs drift more than repeats spread (the demo run twice on one machine
+  moved a cell's single-stream figure by 3% with each run's three repeats within 1%), so no ratio within FLOOR of 1
+  is ever called a difference. Outcomes: **faster** when the lower bound is above 1 + FLOOR (credibly faster by the
+  floor at least), **slower** when the upper bound is below 1 / (1 + FLOOR), **equal** when the interval lies within
+  both, **undecided** otherwise (also when neither side repeated: no noise is known). `not_faster` (the upper bound
+  below 1 + FLOOR) is what screening asks: the cell is credibly not worth shipping for its speed.
+- **Disturbed repeats** (a busy host, a stalled stream: records' `RepeatFigures.disturbed`; or a repeat far below
+  its side's others, OUTLIER_DROP, which is how a disturbance the host sampler did not see still shows) are set
+  aside while at least two clean repeats remain on that side; with fewer they are kept, and the verdict says it
+  rests on them. Interference only ever slows a stream, so only low outliers are set aside. The runner measures a
+  set-aside repeat again (runner/speedloop.py).
+- **Looks**: the runner evaluates the rule after each repeat between a scenario's `repeats.min` and `repeats.max`
+  and stops when it is decided. Each look tests at the alpha an O'Brien-Fleming-like spending function spends
+  (analysis/sequential.py, the quality looks' rule), so looking after every repeat keeps the error of ever calling a
+  difference at most the design's alpha; the final verdict is tested at the level of the look it stopped at.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+from evalharness.analysis.sequential import look_levels
+from evalharness.analysis.stats import log_ratio_interval
+from evalharness.records.measures import ScenarioResult
+
+FLOOR = 0.05  # the between-run floor: a ratio within 5% of 1 is never a difference
+ALPHA = 0.05  # one-sided, per direction: the bounds are 95% bounds, the interval printed a 90% one
+# a repeat more than this far below the median of its side's repeats is set aside as disturbed: the quiet noise of a
+# scenario's repeats on this project's machines is 1-6% (repeats within 10% of each other in every demo run of
+# 2026-12-02/03), the disturbed repeats seen were 36% (a CPU hog in bursts: 9.8 against 15.2 and 15.5) and 80%
+# (a busy minute: 3.6 against 18.2 and 17.3) below
+OUTLIER_DROP = 0.25
+MIN_CLEAN = 2  # clean repeats a side needs for its disturbed ones to be set aside
+
+Outcome = Literal["faster", "slower", "equal", "undecided"]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side's repeats of a scenario: each repeat's output tok/s and why it was disturbed ('' for a clean one)."""
+
+    rates: tuple[float, ...]
+    disturbed: tuple[str, ...] = ()
+    plan: tuple[int, int] | None = None  # (min, max) repeats the scenario planned (None: a fixed design)
+
+    def reasons(self) -> tuple[str, ...]:
+        return self.disturbed if len(self.disturbed) == len(self.rates) else ("",) * len(self.rates)
+
+
+def side_of(sc: ScenarioResult) -> Side:
+    """A scenario's record as one side of the rule: its repeats (or its one figure) and their disturbances."""
+    if sc.repeat_figures:
+        return Side(tuple(r.tok_s for r in sc.repeat_figures), tuple(r.disturbed for r in sc.repeat_figures),
+                    tuple(sc.repeat_plan) if sc.repeat_plan else None)  # type: ignore[arg-type]
+    rates = tuple(sc.repeat_tok_s) if len(sc.repeat_tok_s) > 1 else (sc.output_tok_s,)
+    return Side(rates)
+
+
+def set_aside(side: Side) -> dict[int, str]:
+    """The repeats the estimate leaves out, by index, and why: disturbed ones while MIN_CLEAN clean ones remain, then
+    low outliers among the rest (at least three kept to judge one by, MIN_CLEAN left after it)."""
+    reasons = side.reasons()
+    clean = [i for i, why in enumerate(reasons) if not why]
+    out = {i: why for i, why in enumerate(reasons) if why} if len(clean) >= MIN_CLEAN else {}
+    kept = [i for i in range(len(side.rates)) if i not in out]
+    if len(kept) >= 3:
+        median = _median([side.rates[i] for i in kept])
+        low = [i for i in kept if side.rates[i] < (1 - OUTLIER_DROP) * median]
+        if len(kept) - len(low) >= MIN_CLEAN:
+            for i in low:
+                out[i] = (f"its own figure: {side.rates[i]:.3g} tok/s, {1 - side.rates[i] / median:.0%} below the "
+                          f"median of its repeats ({median:.3g})")
+    return out
+
+
+def kept_rates(side: Side) -> list[float]:
+    aside = set_aside(side)
+    return [r for i, r in enumerate(side.rates) if i not in aside]
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def level_at(plan: tuple[int, int] | None, reached: int, alpha: float = ALPHA) -> float:
+    """The one-sided level a verdict after `reached` kept repeats tests at: a fixed design's alpha, or with looks
+    after each repeat from plan's min to its max, what the spending function spends at that look."""
+    if plan is None or plan[0] >= plan[1]:
+        return alpha
+    looks = list(range(plan[0], plan[1] + 1))
+    levels = look_levels(2 * alpha, looks)  # two-sided spending; each direction gets half
+    index = min(max(reached, plan[0]), plan[1]) - plan[0]
+    return levels[index] / 2
+
+
+@dataclass(frozen=True)
+class SpeedVerdict:
+    ratio: float  # cell over reference (geometric means of the kept repeats)
+    outcome: Outcome
+    low: float | None = None  # the one-sided `level` bounds (None: no noise known)
+    high: float | None = None
+    level: float = ALPHA
+    kept: tuple[int, int] = (0, 0)  # repeats in the estimate: (cell, reference)
+    set_aside: tuple[int, int] = (0, 0)  # repeats left out as disturbed
+    resting: tuple[int, int] = (0, 0)  # disturbed repeats kept (too few clean ones to leave them out)
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def not_faster(self) -> bool:
+        """Credibly not faster by the floor: the upper bound below 1 + FLOOR (screening's question)."""
+        return self.high is not None and self.high < 1 + FLOOR
+
+    @property
+    def faster(self) -> bool:
+        return self.outcome == "faster"
+
+    def interval_text(self) -> str:
+        return "" if self.low is None or self.high is None else f"[{self.low:.2f}–{self.high:.2f}]"
+
+    def text(self) -> str:
+        """'1.48x [1.31–1.67] faster', with what it rests on when disturbed repeats are in it."""
+        parts = [f"{self.ratio:.2f}x", self.interval_text(), self.outcome if self.low is not None else
+                 "undecided (measured once: no noise known)"]
+        if any(self.resting):
+            parts.append(f"(rests on {sum(self.resting)} disturbed repeat{'s' if sum(self.resting) > 1 else ''})")
+        return " ".join(p for p in parts if p)
+
+
+def speedup(cell: Side, reference: Side, *, level: float | None = None, floor: float = FLOOR) -> SpeedVerdict:
+    """Is `cell` faster than `reference`? The verdict at `level` (default: the level of the look the cell's repeats
+    reached, level_at)."""
+    c_aside, r_aside = set_aside(cell), set_aside(reference)
+    c = [r for i, r in enumerate(cell.rates) if i not in c_aside]
+    r = [v for i, v in enumerate(reference.rates) if i not in r_aside]
+    resting = (sum(1 for i, why in enumerate(cell.reasons()) if why and i not in c_aside),
+               sum(1 for i, why in enumerate(reference.reasons()) if why and i not in r_aside))
+    level = level_at(cell.plan, len(c)) if level is None else level
+    common = dict(level=level, kept=(len(c), len(r)), set_aside=(len(c_aside), len(r_aside)), resting=resting)
+    if not c or not r or min(c + r) <= 0:
+        return SpeedVerdict(ratio=math.nan, outcome="undecided", **common)
+    interval = log_ratio_interval(r, c, confidence=1 - 2 * level)
+    if interval is None:  # neither side repeated: no noise known
+        ratio = math.exp(sum(map(math.log, c)) / len(c) - sum(map(math.log, r)) / len(r))
+        return SpeedVerdict(ratio=ratio, outcome="undecided", **common)
+    ratio, low, high = interval
+    if low > 1 + floor:
+        outcome: Outcome = "faster"
+    elif high < 1 / (1 + floor):
+        outcome = "slower"
+    elif low >= 1 / (1 + floor) and high <= 1 + floor:
+        outcome = "equal"
+    else:
+        outcome = "undecided"
+    return SpeedVerdict(ratio=ratio, outcome=outcome, low=low, high=high, **common)
+
+
+def decided(verdict: SpeedVerdict) -> bool:
+    """Nothing more repeats could change about what the harness does with the cell: faster, slower or equal, or
+    credibly not faster by the floor (screened either way)."""
+    return verdict.outcome != "undecided" or verdict.not_faster
+
+
+def scenario_verdict(cell: ScenarioResult | None, reference: ScenarioResult | None) -> SpeedVerdict | None:
+    """The rule between two scenario records (None where either is missing or measured nothing)."""
+    if cell is None or reference is None or cell.output_tok_s <= 0 or reference.output_tok_s <= 0:
+        return None
+    return speedup(side_of(cell), side_of(reference))

@@ -1,0 +1,126 @@
+"""A throughput scenario's repeats as the runner drives them: each repeat measured inside a host window
+(serving/interference.py) and judged for disturbance, by the host and by its own streams (phases/throughput/stats.py
+`stream_stalls`); a disturbed repeat measured again (`remeasure`); after each repeat from the plan's minimum on, a
+cell's figures put to the speed rule against the reference's (analysis/speed.py), stopping once it is decided; the
+reference, shared by every cell, measures all its repeats. Every finished repeat is appended to
+cells/<id>/throughput/<scenario>.jsonl, so a cell re-run on --resume continues from its last finished repeat.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Callable
+
+from evalharness.analysis.speed import Side, decided, set_aside, side_of, speedup
+from evalharness.matrix.schema import Scenario
+from evalharness.phases.throughput.client import LoadClient, combine_repeats, measure_repeat
+from evalharness.phases.throughput.sse import RequestRecord
+from evalharness.phases.throughput.stats import judge_stalls, stream_stalls, summarize
+from evalharness.records.measures import RepeatFigures, ScenarioResult
+from evalharness.serving import interference
+
+
+def _store(cell_dir: Path, name: str) -> Path:
+    return cell_dir / "throughput" / f"{name}.jsonl"
+
+
+def load_repeats(cell_dir: Path, name: str) -> list[tuple[RepeatFigures, list[RequestRecord]]]:
+    """The repeats an earlier launch of this cell finished (a torn last line, from a kill mid-write, is dropped)."""
+    path = _store(cell_dir, name)
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            row = json.loads(line)
+            figures = RepeatFigures.model_validate({**row["figures"], "resumed": True})
+            records = [RequestRecord(**r) for r in row["records"]]
+        except (ValueError, KeyError, TypeError):
+            break
+        out.append((figures, records))
+    return out
+
+
+def _append(cell_dir: Path, name: str, figures: RepeatFigures, records: list[RequestRecord]) -> None:
+    path = _store(cell_dir, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{k: v for k, v in dataclasses.asdict(r).items() if k != "text_parts"} for r in records]
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"figures": figures.model_dump(), "records": rows}) + "\n")
+
+
+def judge_repeat(scenario: Scenario, records: list[RequestRecord], host: dict | None) -> RepeatFigures:
+    """One repeat's figures and, where its host or its streams crossed a limit, why it is disturbed (pure)."""
+    one = summarize(scenario.name, records, concurrency=scenario.concurrency, request_rate=scenario.request_rate,
+                    input_len=scenario.input_len, output_len=scenario.output_len)
+    stalls = stream_stalls(records)
+    reasons = [r for r in (interference.judge(host) if host else "", judge_stalls(stalls)) if r]
+    return RepeatFigures(tok_s=round(one.output_tok_s, 3), seconds=one.duration_s, requests=one.requests,
+                         completed=one.completed, disturbed="; ".join(reasons), host=host or {}, **stalls)
+
+
+def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, after_warmup: Callable[[], None],
+                     reference: ScenarioResult | None, is_reference: bool, watch_host: bool) -> ScenarioResult:
+    """The scenario's repeats until decided (module docstring). `reference`: the reference's record of this
+    scenario (None: nothing to decide against, so every planned repeat runs); `watch_host`: whether the host's other
+    processes can be told from the engine's (not for an external engine the harness did not launch)."""
+    low, high = scenario.repeat_plan()
+    done = load_repeats(cell_dir, scenario.name)
+    figures = [f for f, _ in done]
+    records = [r for _, r in done]
+    warmed = False
+    stopped = None
+    their = side_of(reference) if reference is not None and reference.output_tok_s > 0 else None
+    while True:
+        side = Side(tuple(f.tok_s for f in figures), tuple(f.disturbed for f in figures), (low, high))
+        kept = len(side.rates) - len(set_aside(side))
+        if kept >= high:
+            stopped = f"the maximum: {high} repeats kept"
+            break
+        if len(figures) >= high + scenario.remeasure:
+            stopped = f"{len(figures)} repeats measured ({len(figures) - kept} disturbed), {scenario.remeasure} again"
+            break
+        if kept >= low and their is not None and not is_reference and low < high:
+            verdict = speedup(side, their)
+            if decided(verdict):
+                stopped = f"decided after {kept} repeats: {verdict.text()}"
+                break
+        if client.hung:
+            stopped = "the engine stopped answering"
+            break
+        window = interference.open_window() if watch_host else None
+        measured = measure_repeat(client, repeat=len(figures), concurrency=scenario.concurrency,
+                                  request_rate=scenario.request_rate, input_len=scenario.input_len,
+                                  output_len=scenario.output_len, requests=scenario.requests,
+                                  duration_s=scenario.duration_s, warmup=0 if warmed else scenario.warmup_requests,
+                                  after_warmup=None if warmed else after_warmup,
+                                  processes=scenario.client_processes)
+        warmed = True
+        host = window.close() if window is not None else None
+        one = judge_repeat(scenario, measured, host)
+        figures.append(one)
+        records.append(measured)
+        _append(cell_dir, scenario.name, one, measured)
+    if not warmed:  # every repeat came from an earlier launch: the counters still need their reading
+        after_warmup()
+    side = Side(tuple(f.tok_s for f in figures), tuple(f.disturbed for f in figures), (low, high))
+    aside = set_aside(side)
+    kept_records = [r for i, r in enumerate(records) if i not in aside] or records
+    kept_rates = [f.tok_s for i, f in enumerate(figures) if i not in aside] or [f.tok_s for f in figures]
+    result = combine_repeats(scenario.name, kept_records, concurrency=scenario.concurrency,
+                             request_rate=scenario.request_rate, input_len=scenario.input_len,
+                             output_len=scenario.output_len, prompts=client.prompts.name, rates=kept_rates)
+    every = summarize(scenario.name, [r for one in records for r in one], concurrency=scenario.concurrency,
+                      request_rate=scenario.request_rate, input_len=scenario.input_len, output_len=scenario.output_len)
+    result.requests, result.completed, result.errors = every.requests, every.completed, every.errors  # all judged
+    if len(figures) > 1:
+        result.repeat_tok_s = [f.tok_s for f in figures]
+        result.output_tok_s = sum(kept_rates) / len(kept_rates)
+    result.repeat_figures = figures
+    result.repeat_plan = [low, high] if low < high else None
+    result.stopped = stopped
+    return result
