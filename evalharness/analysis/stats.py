@@ -184,8 +184,8 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
-def log_ratio_interval(before: Sequence[float], after: Sequence[float], *,
-                       confidence: float = 0.95) -> tuple[float, float, float] | None:
+def log_ratio_interval(before: Sequence[float], after: Sequence[float], *, confidence: float = 0.95,
+                       usevar: Literal["unequal", "pooled"] = "unequal") -> tuple[float, float, float] | None:
     """(ratio, low, high) of after over before from independent repeats (repeat i of one run has nothing to do with
     repeat i of the other): the ratio of geometric means and a t interval on the difference of mean logs, Welch's
     where both sides repeat; where only one does, its spread stands for both sides' (the unrepeated figure is a draw
@@ -202,7 +202,7 @@ def log_ratio_interval(before: Sequence[float], after: Sequence[float], *,
     if len(before) >= 2 and len(after) >= 2:
         if np.ptp(log_b) == 0 and np.ptp(log_a) == 0:
             return math.exp(diff), math.exp(diff), math.exp(diff)
-        low, high = CompareMeans(DescrStatsW(log_a), DescrStatsW(log_b)).tconfint_diff(alpha=alpha, usevar="unequal")
+        low, high = CompareMeans(DescrStatsW(log_a), DescrStatsW(log_b)).tconfint_diff(alpha=alpha, usevar=usevar)
     else:  # one side ran once: the repeating side's spread stands for both sides' (a pooled t's assumption)
         spread = log_a if len(after) >= 2 else log_b
         if np.ptp(spread) == 0:

@@ -110,6 +110,11 @@ class RepeatRange(_Strict):
         return self
 
 
+def _fixed_repeats(value: Any) -> Any:
+    """`repeats: N` is a fixed design, {min: N, max: N}."""
+    return {"min": value, "max": value} if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 class Scenario(_Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     concurrency: int | None = Field(None, gt=0)
@@ -125,12 +130,10 @@ class Scenario(_Strict):
                          "task:NAME (a shipped lm-eval task's prompts), a .jsonl file of {prompt}, or random (random "
                          "words, input_len of them: capacity figures only; speculative decoding finds its own loops "
                          "in them)")
-    repeats: Union[Annotated[int, Field(ge=1, le=100)], RepeatRange] = Field(1, description="measure the "
-                                                                             "scenario this many times (fresh prompts "
-                                                                             "each time), or {min, max}: a cell "
-                                                                             "measures until the speed rule "
-                                                                             "(analysis/speed.py) decides it against "
-                                                                             "the reference, the reference all max")
+    repeats: Annotated[RepeatRange, BeforeValidator(_fixed_repeats)] = Field(
+        default_factory=lambda: RepeatRange(min=1, max=1),
+        description="measure the scenario this many times (fresh prompts each time), or {min, max}: a cell measures "
+                    "until the speed rule (analysis/speed.py) decides it against the reference, the reference all max")
     remeasure: int = Field(2, ge=0, le=20, description="repeats disturbed while measured (a busy host, a stalled "
                            "stream, a figure far below the others) measured again, at most, per scenario and cell")
     client_processes: int = Field(1, ge=1, le=64, description="shard the streams over this many client processes "
@@ -138,8 +141,6 @@ class Scenario(_Strict):
 
     def repeat_plan(self) -> tuple[int, int]:
         """(min, max) repeats: a fixed number is both."""
-        if isinstance(self.repeats, int):
-            return self.repeats, self.repeats
         return self.repeats.min, self.repeats.max
 
     @model_validator(mode="after")

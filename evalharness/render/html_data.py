@@ -28,7 +28,7 @@ from evalharness.render.drift import interval_text, verdict_text
 from evalharness.render.nodes import measured_on
 from evalharness.render.recommend import launch_command, recommendation_lines
 from evalharness.render.report import vs_reference_text
-from evalharness.render.throughput import tok_s_text
+from evalharness.render.throughput import disturbed_notes, tok_s_text
 
 
 def _text(value: Any) -> str | None:
@@ -312,5 +312,5 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
         "probes": _probes(run, run_dir),
         "cells": [c for c in run.cell_order if c in run.cells],
         "settings": settings_diffs(run),
-        "notes": notes + list(run.notes),
+        "notes": notes + disturbed_notes(run) + list(run.notes),
     }

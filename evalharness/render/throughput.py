@@ -108,9 +108,15 @@ def repeat_notes(sc: ScenarioResult) -> list[str]:
         if i in aside:
             out.append(f"repeat {i + 1}: {side.rates[i]:.1f} tok/s, set aside: {aside[i]}")
         elif why:
-            out.append(f"repeat {i + 1}: {side.rates[i]:.1f} tok/s, **kept although disturbed** (too few clean "
+            out.append(f"repeat {i + 1}: {side.rates[i]:.1f} tok/s, kept although disturbed (too few clean "
                        f"repeats; the verdict rests on it): {why}")
     return out
+
+
+def disturbed_notes(run: RunResult) -> list[str]:
+    """Every disturbed repeat of every cell as one plain line (report.html's notes)."""
+    return [f"{cid} {sc.name}: {note}" for cid in run.cell_order if cid in run.cells
+            for sc in run.cells[cid].throughput for note in repeat_notes(sc)]
 
 
 def repeats_section(run: RunResult) -> list[str]:

@@ -63,6 +63,23 @@ def judge_repeat(scenario: Scenario, records: list[RequestRecord], host: dict | 
                          completed=one.completed, disturbed="; ".join(reasons), host=host or {}, **stalls)
 
 
+def stop_reason(side: Side, *, remeasure: int, reference: Side | None, is_reference: bool) -> str | None:
+    """Why a scenario's repeats stop here, or None to measure one more (pure; benchmarks/speed_verdicts.py drives
+    the same function): the plan's maximum of kept repeats, its maximum plus `remeasure` measured, or, for a cell
+    with a reference to decide against, once the speed rule has decided between the plan's minimum and maximum."""
+    low, high = side.plan or (len(side.rates), len(side.rates))
+    kept = len(side.rates) - len(set_aside(side))
+    if kept >= high:
+        return f"the maximum: {high} repeats kept"
+    if len(side.rates) >= high + remeasure:
+        return f"{len(side.rates)} repeats measured ({len(side.rates) - kept} disturbed), {remeasure} of them again"
+    if kept >= low and reference is not None and not is_reference and low < high:
+        verdict = speedup(side, reference)
+        if decided(verdict):
+            return f"decided after {kept} repeats: {verdict.text()}"
+    return None
+
+
 def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, after_warmup: Callable[[], None],
                      reference: ScenarioResult | None, is_reference: bool, watch_host: bool) -> ScenarioResult:
     """The scenario's repeats until decided (module docstring). `reference`: the reference's record of this
@@ -77,18 +94,9 @@ def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, 
     their = side_of(reference) if reference is not None and reference.output_tok_s > 0 else None
     while True:
         side = Side(tuple(f.tok_s for f in figures), tuple(f.disturbed for f in figures), (low, high))
-        kept = len(side.rates) - len(set_aside(side))
-        if kept >= high:
-            stopped = f"the maximum: {high} repeats kept"
+        stopped = stop_reason(side, remeasure=scenario.remeasure, reference=their, is_reference=is_reference)
+        if stopped is not None:
             break
-        if len(figures) >= high + scenario.remeasure:
-            stopped = f"{len(figures)} repeats measured ({len(figures) - kept} disturbed), {scenario.remeasure} again"
-            break
-        if kept >= low and their is not None and not is_reference and low < high:
-            verdict = speedup(side, their)
-            if decided(verdict):
-                stopped = f"decided after {kept} repeats: {verdict.text()}"
-                break
         if client.hung:
             stopped = "the engine stopped answering"
             break

@@ -14,7 +14,7 @@ from tests.integration.conftest import (REPO, behind_proxy, engine_processes, ma
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(3000)]  # a safety limit, about 3x a 2-core machine's time
 
 BASELINE = REPO / "baselines" / "cpu-smollm2.json"
-BASELINE_CELL = "dtype-float32.spec-off.fault-none"
+BASELINE_CELL = "dtype-float32.spec-off.compile-eager.fault-none"
 DEGRADED = "{args: {--dtype: float32, --hf-overrides: {rope_parameters: {rope_theta: 500.0, rope_type: default}}}}"
 
 
