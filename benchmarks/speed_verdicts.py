@@ -188,8 +188,7 @@ def report(regime: Regime, trials: int, seed: int, quiet, title: str,
 
 def recorded_quiet() -> list[float]:
     rows = json.loads(RECORDED.read_text())
-    return [r["tok_s"] for r in rows if r["scenario"] == "single" and r["dtype"] == "float32"
-            and not r.get("disturbed") and r.get("omp_threads") is None]
+    return [r["tok_s"] for r in rows if r["scenario"] == "single" and r["setting"] == "plain" and not r["disturbed"]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -75,7 +75,7 @@ def recommend(run: RunResult) -> Recommendation:
                                   argv=cell.argv, env=cell.env)
     if not faster:
         return Recommendation(scenario=chart.scenario, why_none="no cell is credibly faster than the reference by "
-                              "the 5% floor (the speed rule's one-sided 95% bound over both sides' repeats): keep "
+                              "the 5% floor (the speed rule's one-sided lower bound over both sides' repeats): keep "
                               "the reference")
     unsettled = [f for f in faster if f[0].verdict == "inconclusive"]
     if not unsettled:

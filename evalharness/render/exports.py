@@ -45,6 +45,7 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
             low_high = sc.tok_s_range()
             out.append({**base, "scenario": sc.name, "concurrency": sc.concurrency, "request_rate": sc.request_rate,
                         "prompts": sc.prompts, "repeats": len(sc.repeat_tok_s) or 1,
+                        "disturbed_repeats": len(sc.disturbed_repeats()), "stopped": sc.stopped,
                         "output_tok_s": sc.output_tok_s, "output_tok_s_low": low_high[0] if low_high else None,
                         "output_tok_s_high": low_high[1] if low_high else None, "decode_tok_s_p50": sc.request_decode_tok_s.p50,
                         "ttft_p50_s": sc.ttft_s.p50, "tpot_p50_s": sc.tpot_s.p50, "itl_p50_s": sc.itl_s.p50,

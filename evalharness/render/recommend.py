@@ -30,7 +30,8 @@ def _speed(rec, mark=_Markdown) -> str:
     interval = (f" [{rec.low:.2f}–{rec.high:.2f}]" if rec.low is not None and rec.high is not None else
                 f" (measured once: no interval; set {mark.code('repeats:')} on the scenario)")
     return (f"{rec.ratio:.2f}x{interval} the reference's output tok/s in {mark.code(mark.text(rec.scenario or ''))} "
-            "(one-sided 95% bounds; faster means its lower bound is above 1.05)")
+            "(one-sided bounds at the alpha its last look spent, 5% over all its looks; faster: the lower bound "
+            "above 1.05)")
 
 
 def launch_command(argv: list[str], env: dict[str, str]) -> str:

@@ -162,8 +162,9 @@ def pareto_section(run: RunResult) -> list[str]:
 def _noise_note(run: RunResult, scenario: str | None) -> str:
     """How the throughput figure was obtained, and the speed rule that 'vs reference' and the front use."""
     repeats = {len(s.repeat_tok_s) for c in run.cells.values() for s in c.throughput if s.name == scenario}
-    rule = (f"'vs reference' is the speed rule's verdict (the ratio of geometric means with its one-sided 95% "
-            f"bounds from both sides' repeats, in brackets: **faster** when the lower bound is above "
+    rule = (f"'vs reference' is the speed rule's verdict (the ratio of geometric means with its one-sided bounds "
+            f"from both sides' repeats in brackets, at the alpha the cell's last look spent: 95% bounds for a fixed "
+            f"number of repeats, wider at an early look of adaptive ones, 5% over all the looks; **faster** when the lower bound is above "
             f"{1 + FLOOR:.2f}, **slower** when the upper bound is below {1 / (1 + FLOOR):.2f}, **equal** within both, "
             f"else **undecided**; the {FLOOR:.0%} floor because cells run minutes apart and runs drift more than "
             "repeats spread; disturbed repeats are set aside, Throughput below names them), and the front uses the "

@@ -1,0 +1,94 @@
+"""Issue 43 on the real engine: a throughput scenario measured repeat by repeat against the session's float32 engine
+(real HTTP, the harness's own client and host window), with real processes outside the harness's tree burning both
+cores during the first repeat: it is seen, recorded with what disturbed it, measured again and set aside."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from evalharness.analysis.speed import scenario_verdict
+from evalharness.matrix.schema import Scenario
+from evalharness.phases.throughput.client import LoadClient
+from evalharness.phases.throughput.prompts import load_source
+from evalharness.runner import speedloop
+from tests.integration.conftest import SERVED_NAME
+
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
+
+# two CPU burners, detached from this process (a grandchild in its own session, left to init): the harness's host
+# window must count them as someone else's work
+BURNER = """
+import os, sys, time
+if os.fork():
+    sys.exit(0)
+os.setsid()
+os.fork()
+with open(sys.argv[1], "a") as f:
+    f.write(f"{os.getpid()}\\n")
+end = time.time() + 120
+while time.time() < end:
+    pass
+"""
+
+
+def _burn(pid_file) -> list[int]:
+    subprocess.run([sys.executable, "-c", BURNER, str(pid_file)], check=True)
+    for _ in range(200):
+        pids = [int(p) for p in pid_file.read_text().split()] if pid_file.exists() else []
+        if len(pids) == 2:
+            return pids
+        time.sleep(0.05)
+    raise AssertionError("the burners did not start")
+
+
+def _stop(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_path, monkeypatch):
+    scenario = Scenario(name="single", concurrency=1, requests=2, output_len=32, api="chat", prompts="natural",
+                        repeats=3)
+    client = LoadClient(f"{shared_engine.root_url}/v1", SERVED_NAME, api="chat", timeout_s=120,
+                        prompts=load_source("natural"))
+    quiet = speedloop.measure_scenario(client, scenario, tmp_path / "quiet", after_warmup=lambda: None,
+                                       reference=None, is_reference=True, watch_host=True)
+    assert [f.disturbed for f in quiet.repeat_figures] == [""] * 3, [f.host for f in quiet.repeat_figures]
+    assert all(f.host["foreign_cores"] < 0.2 for f in quiet.repeat_figures)
+
+    burners = _burn(tmp_path / "burners")
+    real = speedloop.measure_repeat
+    calls = []
+
+    def first_repeat_busy(*args, **kwargs):  # the burners run through the first repeat only
+        try:
+            return real(*args, **kwargs)
+        finally:
+            calls.append(1)
+            _stop(burners)
+
+    monkeypatch.setattr(speedloop, "measure_repeat", first_repeat_busy)
+    try:
+        busy = speedloop.measure_scenario(client, scenario, tmp_path / "busy", after_warmup=lambda: None,
+                                          reference=quiet, is_reference=False, watch_host=True)
+    finally:
+        _stop(burners)
+    first = busy.repeat_figures[0]
+    assert "other processes kept" in first.disturbed and first.host["foreign_cores"] > 1.0, first.host
+    assert len(busy.repeat_figures) == 4 and [bool(f.disturbed) for f in busy.repeat_figures[1:]] == [False] * 3
+    clean = [f.tok_s for f in busy.repeat_figures[1:]]
+    assert busy.output_tok_s == pytest.approx(sum(clean) / 3, rel=1e-6)  # the disturbed repeat is not in the mean
+    verdict = scenario_verdict(busy, quiet)
+    assert verdict.set_aside == (1, 0) and verdict.kept == (3, 3)
+    # what a re-run of the cell on --resume finds: every repeat, the disturbed one with its reason
+    again = speedloop.load_repeats(tmp_path / "busy", "single")
+    assert [f.disturbed == b.disturbed for (f, _), b in zip(again, busy.repeat_figures)] == [True] * 4
