@@ -2,14 +2,14 @@
 many repeats does it spend, and how often does screening cut a truly faster cell? (issue 43)
 
 The null is the right one: the reference and the cell are independent draws of one engine's throughput. Per
-simulated run and side:
+simulated run and side (the fields of `Regime`):
 
-- each launch (cell) has its own offset, log-normal with `--between` (the drift between cells measured minutes
-  apart, which the rule's 5% floor is for); each repeat's output tok/s is log-normal around it with `--cv` (the
+- each launch (cell) has its own offset, log-normal with `between` (the drift between cells measured minutes
+  apart, which the rule's 5% floor is for); each repeat's output tok/s is log-normal around it with `cv` (the
   repeats' own noise);
-- a share `--disturbed` of repeats is disturbed: the machine was busy and the repeat ran `--slowdown` times slower
+- a share `disturbed` of repeats is disturbed: the machine was busy and the repeat ran `slowdown` times slower
   (the demo's busy minute: 3.6 tok/s against 18). The host window (serving/interference.py) sees a disturbed repeat
-  with probability `--detected`; one it does not see is left to the rule's own outlier test (analysis/speed.py);
+  with probability `detected`; one it does not see is left to the rule's own outlier test (analysis/speed.py);
 - a cell truly `ratio` times as fast as the reference.
 
 Rules, each on the same draws:
@@ -20,8 +20,8 @@ Rules, each on the same draws:
 - `rule 2-6`: adaptive, the demo's plan: the reference measures 6 kept repeats, the cell from 2 to 6, stopping as
   soon as `stop_reason` says the rule has decided; screened when the verdict's upper bound is below 1.05.
 
-Every decision is the package's own function; nothing is replicated. The headline regime is the one measured on the
-embedded CPU engine (single-stream, natural prompts, 2026-12-03: repeat CV 8%, the same engine in two launches 0.5%
+Every decision is the package's own function; only the deleted range rule is restated here. The headline regime
+is the one measured on the embedded CPU engine (single-stream, natural prompts, 2026-12-03: repeat CV 8%, the same engine in two launches 1.3%
 apart; `benchmarks/data/speed_repeats.json`), with one repeat in ten disturbed 5x and the host window seeing none
 of them (the rule alone); a second line lets it see them all. `--replay` draws the repeats from the recorded quiet
 ones instead of a log-normal.
@@ -133,7 +133,7 @@ class Tally:
 
 
 def range_rule(cell: list[float], reference: list[float]) -> bool:
-    """The rule before issue 43 (analysis/pareto.py `faster` with ranges, at 3f92c43): whole ranges apart and 5%."""
+    """The rule before issue 43 (analysis/pareto.py `faster` with ranges, at 3a297a3): whole ranges apart and 5%."""
     return min(cell) > max(reference) and np.mean(cell) >= (1 + FLOOR) * np.mean(reference)
 
 

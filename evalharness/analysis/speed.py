@@ -38,11 +38,13 @@ from evalharness.records.measures import ScenarioResult
 
 FLOOR = 0.05  # the between-run floor: a ratio within 5% of 1 is never a difference
 ALPHA = 0.05  # one-sided, per direction: the bounds are 95% bounds, the interval printed a 90% one
-# a repeat more than this far below the median of its side's repeats is set aside as disturbed: the quiet noise of a
-# scenario's repeats on this project's machines is 1-6% (repeats within 10% of each other in every demo run of
-# 2026-12-02/03), the disturbed repeats seen were 36% (a CPU hog in bursts: 9.8 against 15.2 and 15.5) and 80%
-# (a busy minute: 3.6 against 18.2 and 17.3) below
+# a repeat more than this far below the median of its side's repeats (or OUTLIER_SIGMAS robust deviations, where the
+# side spreads more: outlier_gap) is set aside as disturbed. Quiet single-stream repeats of the float32 CPU engine
+# spread 8% (CV over 14 repeats, two launches, 2026-12-03: benchmarks/data/speed_repeats.json); the disturbed ones
+# seen were 36% (a CPU hog in bursts: 9.8 against 15.2 and 15.5 tok/s) and 80% (a busy minute: 3.6 against 18)
+# below
 OUTLIER_DROP = 0.25
+OUTLIER_SIGMAS = 3.0
 MIN_CLEAN = 2
 # the two sides' log-rate variances pooled (Student's interval, not Welch's): with a cell at its first look of two
 # repeats, Welch's degrees of freedom fall to about 1.7 and no look before the third can decide anything; pooled, a
@@ -74,6 +76,20 @@ def side_of(sc: ScenarioResult) -> Side:
     return Side(rates)
 
 
+def outlier_gap(rates: Sequence[float]) -> float:
+    """How far (in log rate) below its side's others a repeat must lie to be judged disturbed by its own figure:
+    OUTLIER_DROP, or OUTLIER_SIGMAS robust standard deviations of the side's log rates (1.4826 MAD) where the side is
+    noisier than that makes room for. A speculative cell's repeats spread with its acceptance, prompt by prompt
+    (the demo's ngram cell, 2026-12-03: clean repeats 17.1-25.6 tok/s, 13% robust CV): a fixed 25% set its lowest
+    clean repeat aside."""
+    logs = [math.log(r) for r in rates if r > 0]
+    if len(logs) < 3:
+        return -math.log(1 - OUTLIER_DROP)
+    centre = _median(logs)
+    spread = 1.4826 * _median([abs(v - centre) for v in logs])
+    return max(-math.log(1 - OUTLIER_DROP), OUTLIER_SIGMAS * spread)
+
+
 def set_aside(side: Side) -> dict[int, str]:
     """The repeats the estimate leaves out, by index, and why: disturbed ones while MIN_CLEAN clean ones remain, then
     low outliers among the rest (at least three kept to judge one by, MIN_CLEAN left after it)."""
@@ -82,8 +98,9 @@ def set_aside(side: Side) -> dict[int, str]:
     out = {i: why for i, why in enumerate(reasons) if why} if len(clean) >= MIN_CLEAN else {}
     kept = [i for i in range(len(side.rates)) if i not in out]
     if len(kept) >= 3:
-        median = _median([side.rates[i] for i in kept])
-        low = [i for i in kept if side.rates[i] < (1 - OUTLIER_DROP) * median]
+        rates = [side.rates[i] for i in kept]
+        median, gap = _median(rates), outlier_gap(rates)
+        low = [i for i in kept if side.rates[i] <= 0 or math.log(median / side.rates[i]) > gap]
         if len(kept) - len(low) >= MIN_CLEAN:
             for i in low:
                 out[i] = (f"its own figure: {side.rates[i]:.3g} tok/s, {1 - side.rates[i] / median:.0%} below the "
@@ -92,11 +109,15 @@ def set_aside(side: Side) -> dict[int, str]:
 
 
 def suspects(side: Side) -> int:
-    """Kept repeats far below the side's best kept one (OUTLIER_DROP): two disturbed repeats of three hide from
-    the median, not from the best. A verdict with suspects is not acted on while repeats can still be added."""
+    """Kept repeats as far below the side's best kept one as an outlier lies below the median (outlier_gap): two
+    disturbed repeats of three hide from the median, not from the best. A verdict with suspects is not acted on
+    while repeats can still be added."""
     aside = set_aside(side)
     kept = [r for i, r in enumerate(side.rates) if i not in aside]
-    return sum(1 for r in kept if r < (1 - OUTLIER_DROP) * max(kept)) if kept else 0
+    if not kept or max(kept) <= 0:
+        return 0
+    gap = outlier_gap(kept)
+    return sum(1 for r in kept if r <= 0 or math.log(max(kept) / r) > gap)
 
 
 def kept_rates(side: Side) -> list[float]:
