@@ -210,6 +210,23 @@ def test_the_host_window_sees_a_process_outside_the_harness_and_not_the_harness(
     assert own["foreign_cores"] < figures["foreign_cores"] - 0.4, (own, figures)
 
 
+def test_a_stall_is_a_long_wait_per_token_not_a_late_read():
+    from evalharness.phases.throughput.stats import judge_stalls, stream_stalls
+
+    steady = _records(20.0)
+    assert judge_stalls(stream_stalls(steady)) == ""
+    stalled = _records(20.0)
+    stalled[0].chunk_times[32:] = [t + 2.0 for t in stalled[0].chunk_times[32:]]  # the engine paused 2 s mid-stream
+    stalled[0].end += 2.0
+    figures = stream_stalls(stalled)
+    assert figures["longest_gap_s"] > 2.0 and "stalled" in judge_stalls(figures)
+    # 63 tokens delivered in one read 2.8 s after the first, at the engine's usual pace: a late read, not a stall
+    late = _records(20.0)
+    late[0].chunk_times = [late[0].chunk_times[0], late[0].chunk_times[0] + 2.8]
+    late[0].chunk_tokens = [1, 63]
+    assert judge_stalls(stream_stalls(late)) == ""
+
+
 def test_stalls_and_gpus_in_words():
     assert interference.judge({"foreign_cores": 0.1, "cores": 2}) == ""
     assert "stole 20%" in interference.judge({"foreign_cores": 0.0, "cores": 2, "steal_share": 0.2})
