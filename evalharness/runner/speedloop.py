@@ -9,6 +9,7 @@ cells/<id>/throughput/<scenario>.jsonl, so a cell re-run on --resume continues f
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 from typing import Callable
@@ -26,9 +27,15 @@ def _store(cell_dir: Path, name: str) -> Path:
     return cell_dir / "throughput" / f"{name}.jsonl"
 
 
-def load_repeats(cell_dir: Path, name: str) -> list[tuple[RepeatFigures, list[RequestRecord]]]:
-    """The repeats an earlier launch of this cell finished (a torn last line, from a kill mid-write, is dropped)."""
-    path = _store(cell_dir, name)
+def _definition(scenario: Scenario) -> str:
+    """What the stored repeats were measured with: a scenario changed since is measured afresh, never mixed."""
+    return hashlib.sha256(scenario.model_dump_json(exclude={"repeats", "remeasure"}).encode()).hexdigest()[:16]
+
+
+def load_repeats(cell_dir: Path, scenario: Scenario) -> list[tuple[RepeatFigures, list[RequestRecord]]]:
+    """The repeats an earlier launch of this cell finished with the same scenario (a torn last line, from a kill
+    mid-write, is dropped, and so is everything after it)."""
+    path = _store(cell_dir, scenario.name)
     out = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -37,6 +44,8 @@ def load_repeats(cell_dir: Path, name: str) -> list[tuple[RepeatFigures, list[Re
     for line in lines:
         try:
             row = json.loads(line)
+            if row.get("scenario") != _definition(scenario):
+                continue
             figures = RepeatFigures.model_validate({**row["figures"], "resumed": True})
             records = [RequestRecord(**r) for r in row["records"]]
         except (ValueError, KeyError, TypeError):
@@ -45,12 +54,13 @@ def load_repeats(cell_dir: Path, name: str) -> list[tuple[RepeatFigures, list[Re
     return out
 
 
-def _append(cell_dir: Path, name: str, figures: RepeatFigures, records: list[RequestRecord]) -> None:
-    path = _store(cell_dir, name)
+def _append(cell_dir: Path, scenario: Scenario, figures: RepeatFigures, records: list[RequestRecord]) -> None:
+    path = _store(cell_dir, scenario.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [{k: v for k, v in dataclasses.asdict(r).items() if k != "text_parts"} for r in records]
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"figures": figures.model_dump(), "records": rows}) + "\n")
+        row = {"scenario": _definition(scenario), "figures": figures.model_dump(), "records": rows}
+        f.write(json.dumps(row) + "\n")
 
 
 def judge_repeat(scenario: Scenario, records: list[RequestRecord], host: dict | None) -> RepeatFigures:
@@ -86,7 +96,7 @@ def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, 
     scenario (None: nothing to decide against, so every planned repeat runs); `watch_host`: whether the host's other
     processes can be told from the engine's (not for an external engine the harness did not launch)."""
     low, high = scenario.repeat_plan()
-    done = load_repeats(cell_dir, scenario.name)
+    done = load_repeats(cell_dir, scenario)
     figures = [f for f, _ in done]
     records = [r for _, r in done]
     warmed = False
@@ -112,7 +122,7 @@ def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, 
         one = judge_repeat(scenario, measured, host)
         figures.append(one)
         records.append(measured)
-        _append(cell_dir, scenario.name, one, measured)
+        _append(cell_dir, scenario, one, measured)
     if not warmed:  # every repeat came from an earlier launch: the counters still need their reading
         after_warmup()
     side = Side(tuple(f.tok_s for f in figures), tuple(f.disturbed for f in figures), (low, high))

@@ -90,5 +90,5 @@ def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_pat
     verdict = scenario_verdict(busy, quiet)
     assert verdict.set_aside == (1, 0) and verdict.kept == (3, 3)
     # what a re-run of the cell on --resume finds: every repeat, the disturbed one with its reason
-    again = speedloop.load_repeats(tmp_path / "busy", "single")
+    again = speedloop.load_repeats(tmp_path / "busy", scenario)
     assert [f.disturbed == b.disturbed for (f, _), b in zip(again, busy.repeat_figures)] == [True] * 4

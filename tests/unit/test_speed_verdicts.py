@@ -149,6 +149,9 @@ def test_a_disturbed_repeat_is_recorded_with_what_disturbed_it_and_measured_agai
     # the measured again figures are on disk: a re-run of the cell continues from them
     again = _measure(tmp_path, monkeypatch, scenario, [], None)
     assert len(again.repeat_figures) == 4 and all(f.resumed for f in again.repeat_figures)
+    # a scenario changed since is measured afresh, never mixed with repeats of another definition
+    longer = scenario.model_copy(update={"output_len": 128})
+    assert speedloop.load_repeats(tmp_path, longer) == []
 
 
 # --- the rule's table ---------------------------------------------------------------------------------------------
