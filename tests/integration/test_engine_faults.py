@@ -81,8 +81,10 @@ def fault_matrix(engine: dict[str, str], shared, request_s: float) -> dict:
         # the numerics check runs in every cell (its requests take the flaky cell's faults too), on six short
         # contexts: its own figures are tested in test_engine_numerics.py
         "distribution": {"prompts": str(SHORT_CONTEXTS), "max_tokens": 16},
+        # two repeats: measured once on each side, no noise is known and the speed rule decides nothing (issue 43),
+        # so the slow cell would never be screened
         "throughput": {"scenarios": [{"name": "c2", "concurrency": 2, "requests": 6, "input_len": 32,
-                                      "output_len": 48, "warmup_requests": 0}]},
+                                      "output_len": 48, "warmup_requests": 0, "repeats": 2}]},
     }
 
 
@@ -129,8 +131,8 @@ def test_intermittent_errors_are_retried_counted_and_the_results_kept(fault_run)
     assert all(t["failed"] / t["requests"] <= 0.05 for t in flaky["requests"].values())
     # retried answers are the same answers: probes and quality match the untouched reference
     assert flaky["probes"]["flagged"] == reference["probes"]["flagged"]
-    assert flaky["throughput"][0]["completed"] == 6
-    # measured once at about the reference's speed, it may or may not be screened (then it answers a share of
+    assert flaky["throughput"][0]["completed"] == 12  # two repeats of six
+    # measured at about the reference's speed, it may or may not be screened (then it answers a share of
     # the documents): either way each answer it gave is the untouched reference's answer to that document
     [mine], [theirs] = flaky["quality"], reference["quality"]
     assert theirs["n"] == 12 and mine["n"] == (3 if flaky["screened"] else 12)
@@ -192,8 +194,8 @@ def test_stalled_and_cut_streams_are_errors_by_kind_never_tokens(fault_run):
     assert cut["status"] == "error" and cut["phase"] == "throughput"
     scenario = cut["throughput"][0]
     assert scenario["completed"] == 0 and scenario["output_tokens"] == 0
-    assert scenario["errors"].get("timeout") == 1
-    assert sum(scenario["errors"].values()) == 6 and set(scenario["errors"]) - {"timeout"} <= {"connection_lost",
+    assert scenario["errors"].get("timeout") == 1  # the first stream hangs, every other one of both repeats is cut
+    assert sum(scenario["errors"].values()) == 12 and set(scenario["errors"]) - {"timeout"} <= {"connection_lost",
                                                                                                  "truncated"}
     assert "throughput c2" in cut["requests"]
 

@@ -83,7 +83,8 @@ def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_pat
     finally:
         _stop(burners)
     first = busy.repeat_figures[0]
-    assert "other processes kept" in first.disturbed and first.host["foreign_cores"] > 1.0, first.host
+    # two burners on two cores beside the engine got 0.85 of them in CI (2026-12-03): far above the 0.2 limit
+    assert "other processes kept" in first.disturbed and first.host["foreign_cores"] > 0.5, first.host
     assert len(busy.repeat_figures) == 4 and [bool(f.disturbed) for f in busy.repeat_figures[1:]] == [False] * 3
     clean = [f.tok_s for f in busy.repeat_figures[1:]]
     assert busy.output_tok_s == pytest.approx(sum(clean) / 3, rel=1e-6)  # the disturbed repeat is not in the mean

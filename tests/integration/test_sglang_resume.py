@@ -59,5 +59,8 @@ def test_sigint_mid_quality_then_resume_finishes_the_cell_without_asking_again(t
     assert set(scores) == {"eh_capitals", "eh_copy"} and all(t["value"] is not None for t in scores.values())
     # the task finished before the interrupt was taken from its folder, not asked again
     assert (quality / "eh_capitals" / "requests.jsonl").read_text() == asked
+    # and so was the throughput repeat measured before it (cells/<id>/throughput/, issue 43)
+    [scenario] = cell["throughput"]
+    assert [f["resumed"] for f in scenario["repeat_figures"]] == [True] and scenario["completed"] == 2
     assert not (quality / "eh_capitals" / "lm_eval.attempt2.log").exists()
     assert "server.log" in cell["log"] and (out / cell["log"]).exists()
