@@ -154,6 +154,10 @@ class ThroughputSection(_Strict):
     """Throughput scenarios, measured the same way in every ready cell (see evalharness/load.py)."""
 
     scenarios: list[Scenario] = Field(min_length=1)
+    watch_host: bool = Field(True, description="judge each repeat by what else ran on the host "
+                             "(serving/interference.py); false where the engine is not the harness's own process "
+                             "tree, e.g. a launcher that proxies to a server started elsewhere on this host, whose "
+                             "work would count as another process's (an external engine is never watched)")
 
 
 class ReportSection(_Strict):

@@ -55,7 +55,8 @@ def throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: P
 
         theirs = next((s for s in (reference.throughput if reference else []) if s.name == scenario.name), None)
         result = measure_scenario(client, scenario, state.cell_dir, after_warmup=read_counters, reference=theirs,
-                                  is_reference=is_reference, watch_host=engine.name != "external")
+                                  is_reference=is_reference,
+                                  watch_host=engine.name != "external" and matrix.throughput.watch_host)
         state.throughput.append(result)
         if not alive():
             raise ServerDied(f"the server exited during throughput scenario {scenario.name}")

@@ -60,8 +60,11 @@ def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_pat
                         repeats=3)
     client = LoadClient(f"{shared_engine.root_url}/v1", SERVED_NAME, api="chat", timeout_s=120,
                         prompts=load_source("natural"))
-    quiet = speedloop.measure_scenario(client, scenario, tmp_path / "quiet", after_warmup=lambda: None,
-                                       reference=None, is_reference=True, watch_host=True)
+    for attempt in range(3):  # a quiet reference first: where something else ran on this host meanwhile, again
+        quiet = speedloop.measure_scenario(client, scenario, tmp_path / f"quiet-{attempt}", after_warmup=lambda: None,
+                                           reference=None, is_reference=True, watch_host=True)
+        if not any(f.disturbed for f in quiet.repeat_figures):
+            break
     assert [f.disturbed for f in quiet.repeat_figures] == [""] * 3, [f.host for f in quiet.repeat_figures]
     assert all(f.host["foreign_cores"] < 0.2 for f in quiet.repeat_figures)
 
