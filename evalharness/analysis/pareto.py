@@ -15,25 +15,28 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from evalharness.analysis.speed import Side, SpeedVerdict, scenario_verdict, side_of, speedup
+from evalharness.analysis.operating import CellFigure, OperatingPoint, figure_at, operating_point, verdict_between
+from evalharness.analysis.speed import Side, SpeedVerdict, speedup
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import CellResult, RunResult
 
 
 class ParetoPoint(BaseModel):
     cell: str
-    throughput: float
+    throughput: float  # the figure at the operating point (output tok/s, or goodput tok/s under an SLO)
     drift: float
-    low: float | None = None  # the range of the repeats' output tok/s (None: measured once, no noise bar)
+    low: float | None = None  # the range of the repeats' figures (None: measured once, no noise bar)
     high: float | None = None
     on_front: bool = False
     dominated_by: list[str] = []
     verdict: str | None = None  # accuracy: reference | equivalent | inconclusive | worse (None: the kld measure)
     drop_upper: float | None = None  # the largest one-sided 95% upper bound of a task's drop
-    # the speed rule's side (analysis/speed.py): each repeat's tok/s, why it was disturbed, the adaptive plan
+    # the speed rule's side (analysis/speed.py): each repeat's figure, why it was disturbed, the adaptive plan
     rates: list[float] = []
     disturbed: list[str] = []
     plan: list[int] | None = None
+    at: str | None = None  # the scenario or sweep step the figure was read at (None: no step meets the SLO)
+    meets: bool | None = None  # whether it meets the SLO there (None: no SLO)
 
     def side(self) -> Side:
         rates = tuple(self.rates) or (self.throughput,)
@@ -54,12 +57,14 @@ def _accuracy_rank(p: ParetoPoint) -> float:
 
 class Pareto(BaseModel):
     """The ready cells on the chart's axes: `throughput` for every ready cell in run order (None where it did not
-    measure the scenario), `points` for those that have both numbers, the front marked."""
+    measure at the operating point), `points` for those that have both numbers, the front marked."""
 
-    scenario: str | None
+    scenario: str | None  # the scenario read (a stated load's step; None where each cell has its own)
     measure: str
     throughput: dict[str, float | None]
     points: list[ParetoPoint]
+    axis: str = ""  # what the throughput axis is: 'output tok/s in scenario single', 'goodput tok/s at ...'
+    point_words: str = ""  # the operating point in words ('at p90 TPOT ≤ 50 ms, concurrency 8')
 
 
 def faster(a: ParetoPoint, b: ParetoPoint) -> bool:
@@ -85,19 +90,9 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
     return points
 
 
-def chosen_scenario(run: RunResult) -> str | None:
-    """The throughput scenario on the Pareto axis: the matrix's choice, else the first single-stream one."""
-    return scenario_of(run.meta.matrix)
-
-
-def scenario_of(matrix: dict) -> str | None:
-    """chosen_scenario from a matrix as results.json keeps it (a validated matrix's model_dump(mode="json"))."""
-    wanted = (matrix.get("report") or {}).get("throughput_scenario")
-    if wanted:
-        return wanted
-    scenarios = (matrix.get("throughput") or {}).get("scenarios") or []
-    single = [s["name"] for s in scenarios if s.get("concurrency") == 1]
-    return single[0] if single else (scenarios[0]["name"] if scenarios else None)
+def chosen_point(run: RunResult) -> OperatingPoint:
+    """Where the run's decisions read speed (analysis/operating.py)."""
+    return operating_point(run.meta.matrix)
 
 
 def scenario_throughput(cell: CellResult | None, scenario: str | None) -> float | None:
@@ -109,16 +104,25 @@ def scenario_record(cell: CellResult | None, scenario: str | None) -> ScenarioRe
     return next((s for s in (cell.throughput if cell else []) if s.name == scenario), None)
 
 
-def scenario_range(cell: CellResult | None, scenario: str | None) -> tuple[float, float] | None:
-    """The range of one cell's repeats in one scenario; None when it ran once (or not at all)."""
-    record = scenario_record(cell, scenario)
-    return record.tok_s_range() if record else None
+def cell_figure(run: RunResult, cid: str) -> CellFigure | None:
+    """One cell's figure at the run's operating point (None: it did not measure there)."""
+    cell = run.cells.get(cid)
+    return figure_at(cell.throughput, chosen_point(run)) if cell else None
 
 
-def vs_reference(run: RunResult, cid: str, scenario: str | None) -> SpeedVerdict | None:
-    """The speed rule's verdict of one cell against the run's reference in one scenario (None: either lacks it)."""
-    return scenario_verdict(scenario_record(run.cells.get(cid), scenario),
-                            scenario_record(run.cells.get(run.reference), scenario))
+def vs_reference(run: RunResult, cid: str) -> SpeedVerdict | None:
+    """The speed rule's verdict of one cell against the run's reference at the operating point (None: either lacks
+    it)."""
+    cell, reference = run.cells.get(cid), run.cells.get(run.reference)
+    if cell is None or reference is None:
+        return None
+    return verdict_between(cell.throughput, reference.throughput, chosen_point(run))
+
+
+def axis_words(point: OperatingPoint) -> str:
+    if point.kind == "scenario" and not point.targets:
+        return f"output tok/s in scenario {point.scenario or 'none'}"
+    return f"{point.unit} {point.words()}"
 
 
 def _drift(run: RunResult, cid: str, cell: CellResult, measure: str) -> float | None:
@@ -143,7 +147,7 @@ def _verdict(run: RunResult, cid: str, cell: CellResult) -> tuple[str | None, fl
 
 def pareto(run: RunResult) -> Pareto:
     """The one walk over the ready cells that every Pareto view (report table, summary, plot) renders."""
-    scenario = chosen_scenario(run)
+    point = chosen_point(run)
     measure = (run.meta.matrix.get("report") or {}).get("drift_measure", "accuracy")
     throughput: dict[str, float | None] = {}
     points = []
@@ -151,14 +155,19 @@ def pareto(run: RunResult) -> Pareto:
         cell = run.cells.get(cid)
         if cell is None or cell.status != "ok":
             continue
-        tp = throughput[cid] = scenario_throughput(cell, scenario)
+        figure = figure_at(cell.throughput, point)
+        tp = throughput[cid] = None if figure is None else figure.value
         drift = _drift(run, cid, cell, measure)
-        if tp is not None and drift is not None:
-            low_high = scenario_range(cell, scenario)
+        if figure is not None and drift is not None:
+            low_high = figure.range()
             verdict, upper = _verdict(run, cid, cell) if measure == "accuracy" else (None, None)
-            side = side_of(scenario_record(cell, scenario))  # type: ignore[arg-type]
-            points.append(ParetoPoint(cell=cid, throughput=tp, drift=drift, low=low_high[0] if low_high else None,
-                                      high=low_high[1] if low_high else None, verdict=verdict, drop_upper=upper,
-                                      rates=list(side.rates), disturbed=list(side.reasons()),
-                                      plan=list(side.plan) if side.plan else None))
-    return Pareto(scenario=scenario, measure=measure, throughput=throughput, points=pareto_front(points))
+            side = figure.side
+            points.append(ParetoPoint(cell=cid, throughput=figure.value, drift=drift,
+                                      low=low_high[0] if low_high else None, high=low_high[1] if low_high else None,
+                                      verdict=verdict, drop_upper=upper, rates=list(side.rates),
+                                      disturbed=list(side.reasons()), plan=list(side.plan) if side.plan else None,
+                                      at=figure.scenario, meets=figure.meets))
+    ats = {p.at for p in points}
+    scenario = point.scenario if point.kind == "scenario" else (next(iter(ats)) if len(ats) == 1 else None)
+    return Pareto(scenario=scenario, measure=measure, throughput=throughput, points=pareto_front(points),
+                  axis=axis_words(point), point_words=point.words())

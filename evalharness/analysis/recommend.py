@@ -10,7 +10,7 @@ import math
 
 from pydantic import BaseModel
 
-from evalharness.analysis.pareto import pareto, scenario_throughput, vs_reference
+from evalharness.analysis.pareto import pareto, vs_reference
 from evalharness.records.run import RunResult
 
 
@@ -24,7 +24,11 @@ class Settle(BaseModel):
 
 class Recommendation(BaseModel):
     cell: str | None = None  # the recommended cell (None: none)
-    scenario: str | None = None
+    scenario: str | None = None  # the scenario read, where every cell is read at one
+    point: str = ""  # the operating point in words ('at p90 TPOT ≤ 50 ms, concurrency 8')
+    unit: str = "output tok/s"  # or goodput tok/s under an SLO
+    at: str | None = None  # the step the recommended (or candidate) cell was read at
+    reference_at: str | None = None
     ratio: float | None = None
     low: float | None = None
     high: float | None = None
@@ -56,33 +60,35 @@ def _settle(run: RunResult, cid: str) -> list[Settle]:
 def recommend(run: RunResult) -> Recommendation:
     chart = pareto(run)
     reference = run.cells.get(run.reference)
-    ref_tp = scenario_throughput(reference, chart.scenario)
-    if reference is None or ref_tp is None:
-        return Recommendation(why_none="the reference has no throughput in the chart's scenario: nothing to compare")
+    if reference is None or chart.throughput.get(run.reference) is None:
+        return Recommendation(point=chart.point_words, why_none="the reference has no throughput at the operating "
+                              "point: nothing to compare")
     faster = []
     for point in chart.points:
         if point.cell == run.reference:
             continue
-        verdict = vs_reference(run, point.cell, chart.scenario)
+        verdict = vs_reference(run, point.cell)
         if verdict is not None and verdict.faster:
             faster.append((point, verdict))
     faster.sort(key=lambda f: -f[0].throughput)
+    unit = "goodput tok/s" if chart.axis.startswith("goodput") else "output tok/s"
+    ref_at = next((p.at for p in chart.points if p.cell == run.reference), None)
     for point, verdict in faster:
         if point.verdict == "equivalent":
             cell = run.cells[point.cell]
-            return Recommendation(cell=point.cell, scenario=chart.scenario, ratio=verdict.ratio, low=verdict.low,
+            return Recommendation(cell=point.cell, scenario=chart.scenario, point=chart.point_words, at=point.at, unit=unit, reference_at=ref_at, ratio=verdict.ratio, low=verdict.low,
                                   high=verdict.high, speed=verdict.text(), drop_upper=point.drop_upper,
                                   argv=cell.argv, env=cell.env)
     if not faster:
-        return Recommendation(scenario=chart.scenario, why_none="no cell is credibly faster than the reference by "
+        return Recommendation(scenario=chart.scenario, point=chart.point_words, unit=unit, why_none="no cell is credibly faster than the reference by "
                               "the 5% floor (the speed rule's one-sided lower bound over both sides' repeats): keep "
                               "the reference")
     unsettled = [f for f in faster if f[0].verdict == "inconclusive"]
     if not unsettled:
-        return Recommendation(scenario=chart.scenario, why_none="every cell faster than the reference is worse on "
+        return Recommendation(scenario=chart.scenario, point=chart.point_words, unit=unit, why_none="every cell faster than the reference is worse on "
                               "some task: keep the reference")
     point, verdict = unsettled[0]
-    return Recommendation(scenario=chart.scenario, ratio=verdict.ratio, low=verdict.low, high=verdict.high,
+    return Recommendation(scenario=chart.scenario, point=chart.point_words, unit=unit, at=point.at, reference_at=ref_at, ratio=verdict.ratio, low=verdict.low, high=verdict.high,
                           speed=verdict.text(), candidate=point.cell,
                           drop_upper=point.drop_upper, settle=_settle(run, point.cell),
                           why_none="no cell is both credibly faster and equivalent on every task")

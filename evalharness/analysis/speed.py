@@ -170,6 +170,8 @@ class SpeedVerdict:
 
     def text(self) -> str:
         """'1.48x [1.31–1.67] faster', with what it rests on when disturbed repeats are in it."""
+        if self.notes and (not math.isfinite(self.ratio) or self.ratio == 0):  # an SLO met on one side only
+            return f"{self.outcome}: {'; '.join(self.notes)}"
         parts = [f"{self.ratio:.2f}x", self.interval_text(), self.outcome if self.low is not None else
                  "undecided (measured once: no noise known)"]
         if any(self.resting):

@@ -76,7 +76,11 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     if matrix.throughput:
         scenarios = [sc.model_copy(update={"prompts": _resolve_relative(sc.prompts, path.parent)})
                      if sc.prompts.endswith(".jsonl") else sc for sc in matrix.throughput.scenarios]
-        updates["throughput"] = matrix.throughput.model_copy(update={"scenarios": scenarios})
+        sweep = matrix.throughput.sweep
+        if sweep is not None and str(sweep.scenario.get("prompts", "")).endswith(".jsonl"):
+            sweep = sweep.model_copy(update={"scenario": {**sweep.scenario, "prompts": _resolve_relative(
+                sweep.scenario["prompts"], path.parent)}})
+        updates["throughput"] = matrix.throughput.model_copy(update={"scenarios": scenarios, "sweep": sweep})
     if matrix.command:
         updates["command"] = [_resolve_relative(matrix.command[0], path.parent), *matrix.command[1:]]
     matrix = matrix.model_copy(update=updates)

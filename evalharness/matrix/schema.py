@@ -11,6 +11,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from evalharness.matrix.base import NAME_PATTERN, TASK_PATTERN, _Strict, unknown_name  # noqa: F401  (re-exported)
 from evalharness.matrix.quality import QualitySection
+from evalharness.matrix.throughput import (  # noqa: F401  (re-exported)
+    OperatingPointSpec, RepeatRange, Scenario, SloMetric, SloTarget, SweepSection, ThroughputSection, _operating_point)
 
 ArgScalar = Union[bool, int, float, str, None]
 ArgValue = Union[ArgScalar, list[Union[int, float, str]], dict[str, Any]]
@@ -97,73 +99,18 @@ class RequestsSection(_Strict):
     hung_after: int = Field(3, gt=0, description="timeouts in a row that mean the engine stopped answering")
 
 
-class RepeatRange(_Strict):
-    """Adaptive repeats: at least `min`, at most `max`, stopping once the speed verdict is decided."""
-
-    min: int = Field(2, ge=1, le=100)
-    max: int = Field(6, ge=1, le=100)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "RepeatRange":
-        if self.min > self.max:
-            raise ValueError(f"repeats: min {self.min} is above max {self.max}")
-        return self
-
-
-def _fixed_repeats(value: Any) -> Any:
-    """`repeats: N` is a fixed design, {min: N, max: N}."""
-    return {"min": value, "max": value} if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-class Scenario(_Strict):
-    name: Annotated[str, Field(pattern=NAME_PATTERN)]
-    concurrency: int | None = Field(None, gt=0)
-    request_rate: float | None = Field(None, gt=0)
-    input_len: int = Field(128, gt=0)
-    output_len: int = Field(128, gt=0)
-    requests: int | None = Field(None, gt=0)
-    duration_s: float | None = Field(None, gt=0)
-    warmup_requests: int = Field(1, ge=0)
-    ignore_eos: bool = True
-    api: Literal["completions", "chat"] = "completions"
-    prompts: str = Field("natural", min_length=1, description="natural (the shipped corpus of natural requests), "
-                         "task:NAME (a shipped lm-eval task's prompts), a .jsonl file of {prompt}, or random (random "
-                         "words, input_len of them: capacity figures only; speculative decoding finds its own loops "
-                         "in them)")
-    repeats: Annotated[RepeatRange, BeforeValidator(_fixed_repeats)] = Field(
-        default_factory=lambda: RepeatRange(min=1, max=1),
-        description="measure the scenario this many times (fresh prompts each time), or {min, max}: a cell measures "
-                    "until the speed rule (analysis/speed.py) decides it against the reference, the reference all max")
-    remeasure: int = Field(2, ge=0, le=20, description="repeats disturbed while measured (a busy host, a stalled "
-                           "stream, a figure far below the others) measured again, at most, per scenario and cell")
-    client_processes: int = Field(1, ge=1, le=64, description="shard the streams over this many client processes "
-                                  "(one process keeps up with about 40,000 events/s: see benchmarks/README.md)")
-
-    def repeat_plan(self) -> tuple[int, int]:
-        """(min, max) repeats: a fixed number is both."""
-        return self.repeats.min, self.repeats.max
-
-    @model_validator(mode="after")
-    def _one_mode(self) -> "Scenario":
-        if (self.concurrency is None) == (self.request_rate is None):
-            raise ValueError(f"scenario {self.name!r}: give exactly one of concurrency or request_rate")
-        return self
-
-
-class ThroughputSection(_Strict):
-    """Throughput scenarios, measured the same way in every ready cell (see evalharness/load.py)."""
-
-    scenarios: list[Scenario] = Field(min_length=1)
-    watch_host: bool = Field(True, description="judge each repeat by what else ran on the host "
-                             "(serving/interference.py); false where the engine is not the harness's own process "
-                             "tree, e.g. a launcher that proxies to a server started elsewhere on this host, whose "
-                             "work would count as another process's (an external engine is never watched)")
-
-
 class ReportSection(_Strict):
-    """How the Pareto front is drawn: which throughput scenario, which drift measure."""
+    """How the decisions read speed (a scenario, or an operating point with SLOs) and which drift measure."""
 
-    throughput_scenario: str | None = Field(None, description="default: the first single-stream scenario")
+    throughput_scenario: str | None = Field(None, description="default: the first single-stream scenario; not with "
+                                            "operating_point")
+    slo: dict[SloMetric, SloTarget] = Field(default_factory=dict, description="latency targets per request: ttft "
+                                            "(time to first token), tpot (time per output token after the first), "
+                                            "e2e (the whole request), each {percentile, max_ms}; goodput counts "
+                                            "the requests meeting every one (docs/speed.md)")
+    operating_point: Annotated[OperatingPointSpec | None, BeforeValidator(_operating_point)] = Field(
+        None, description="{concurrency: N}, {request_rate: R} or max_goodput (needs slo and a sweep): the front, "
+        "'vs reference', screening and the recommendation read each cell's figure there")
     drift_measure: Literal["accuracy", "kld"] = "accuracy"
     task_weights: dict[str, float] = Field(default_factory=dict, description="task -> weight in the pooled accuracy "
                                            "figure (default: every task weighs the same, never by document count)")
@@ -251,6 +198,7 @@ class Matrix(_Strict):
             # every task would fail after its retries (sglang/srt/entrypoints/http_server.py has /tokenize only)
             raise ValueError("quality.tokenizer: SGLang has no /tokenizer_info endpoint, which the remote tokenizer "
                              "needs; set `tokenizer: none` (generation tasks only) or `api: chat`")
+        self._check_operating_point()
         for i, rule in enumerate(self.exclude):
             for axis, names in rule.items():
                 if axis not in self.axes:
@@ -259,6 +207,43 @@ class Matrix(_Strict):
                     if name not in self.axes[axis]:
                         raise ValueError(f"exclude[{i}].{axis}: {unknown_name('value', name, self.axes[axis])}")
         return self
+
+    def _check_operating_point(self) -> None:
+        report = self.report
+        scenarios = self.throughput.all_scenarios() if self.throughput else []
+        names = [s.name for s in scenarios]
+        if report.throughput_scenario and report.throughput_scenario not in names:
+            raise ValueError(f"report.throughput_scenario: {unknown_name('scenario', report.throughput_scenario, names)}")
+        point = report.operating_point
+        if point is None:
+            return
+        if report.throughput_scenario:
+            raise ValueError("report: give throughput_scenario or operating_point, not both (the operating point "
+                             "says where speed is read)")
+        if point.max_goodput:
+            if not report.slo:
+                raise ValueError("report.operating_point: max_goodput needs report.slo (goodput counts the requests "
+                                 "meeting it)")
+            if not (self.throughput and self.throughput.sweep):
+                raise ValueError("report.operating_point: max_goodput needs throughput.sweep (the loads to choose "
+                                 "from)")
+        elif not any(s.concurrency == point.concurrency if point.concurrency else s.request_rate == point.request_rate
+                     for s in scenarios):
+            loads = sorted({s.concurrency for s in scenarios if s.concurrency}) if point.concurrency else \
+                sorted({s.request_rate for s in scenarios if s.request_rate})
+            raise ValueError(f"report.operating_point: no scenario or sweep step runs at "
+                             f"{'concurrency ' + str(point.concurrency) if point.concurrency else 'request rate ' + str(point.request_rate)}"
+                             f" (measured loads: {loads or 'none'})")
+
+    def quality_concurrency(self) -> int:
+        """The quality phase's concurrent requests: the matrix's own `quality.concurrency` where it sets one, else
+        the operating point's stated concurrency (the accuracy side at the load it is served at), else 4."""
+        if self.quality is None:
+            return 4
+        if "concurrency" in self.quality.model_fields_set:
+            return self.quality.concurrency
+        point = self.report.operating_point
+        return point.concurrency if point is not None and point.concurrency else self.quality.concurrency
 
 
 class Cell(BaseModel):

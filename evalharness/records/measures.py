@@ -42,6 +42,9 @@ class RepeatFigures(BaseModel):
     median_gap_s: float | None = None  # the repeat's median inter-token gap
     stalled_share: float | None = None  # share of the streams' time spent in gaps far above that median
     resumed: bool = False  # measured by an earlier launch of the cell and kept on --resume
+    # each measured request's latencies, for goodput under any SLO (analysis/goodput.py): [ttft_s, tpot_s, e2e_s,
+    # output_tokens]; a failed request is [None, None, None, 0] (it meets no SLO). Empty in runs before issue 38
+    per_request: list[list[float | None]] = []
 
 
 class ScenarioResult(BaseModel):

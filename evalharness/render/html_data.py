@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalharness.analysis.pairing import Headline, UnpairableMetric, pair, record_key, side_scores
-from evalharness.analysis.pareto import pareto, scenario_range, scenario_throughput
+from evalharness.analysis.pareto import cell_figure, pareto
 from evalharness.analysis.recommend import recommend
 from evalharness.analysis.secondary import answer_figures
 from evalharness.analysis.settings import asked_names, resolved_differences
@@ -230,7 +230,7 @@ def _chart(run: RunResult) -> dict:
                        "verdict": "reference" if p.cell == run.reference else
                        verdict_text(p.verdict, p.drop_upper, bold=False) if p.verdict else None})
     return {"scenario": chart.scenario, "measure": chart.measure, "points": points,
-            "x_label": f"output tokens/s ({chart.scenario})",
+            "x_label": chart.axis, "point": chart.point_words,
             "y_label": "accuracy drop vs reference (pooled, 90% interval)" if chart.measure == "accuracy"
             else "mean KL divergence vs reference"}
 
@@ -238,17 +238,16 @@ def _chart(run: RunResult) -> dict:
 def _cells_table(run: RunResult, tasks: list[str]) -> dict:
     """The cells table: per row each column's text and the value it sorts by."""
     chart = pareto(run)
-    scenario = chart.scenario
     front = {p.cell for p in chart.points if p.on_front}
-    reference = run.cells.get(run.reference)
-    ref_tp = scenario_throughput(reference, scenario)
+    ref_tp = chart.throughput.get(run.reference)
     rows = []
     for cid in run.cell_order:
         cell = run.cells.get(cid)
         if cell is None:
             rows.append({"cell": cid, "columns": [[cid, cid], ["not run", "not run"]] + [["", None]] * (6 + len(tasks))})
             continue
-        tp = scenario_throughput(cell, scenario)
+        figure = cell_figure(run, cid)
+        tp = None if figure is None else figure.value
         d = cell.drift
         scores = {t.task: t for t in cell.quality}
         verdict = ("reference" if cid == run.reference else
@@ -257,8 +256,9 @@ def _cells_table(run: RunResult, tasks: list[str]) -> dict:
             [cid + (" (reference)" if cid == run.reference else ""), cid],
             [cell.status, cell.status],
             ["yes" if cid in front else "", int(cid in front)],
-            ["" if tp is None else tok_s_text(tp, scenario_range(cell, scenario)), tp],
-            ["" if tp is None or not ref_tp else vs_reference_text(run, cid, scenario),
+            ["" if figure is None else tok_s_text(figure.value, figure.range())
+             + (f" at {figure.scenario}" if figure.scenario and figure.scenario != chart.scenario else ""), tp],
+            ["" if tp is None or not ref_tp else vs_reference_text(run, cid),
              tp / ref_tp if tp is not None and ref_tp else None],
             [verdict, verdict],
             [interval_text(d.accuracy_delta, d.ci_low, d.ci_high) if d else "", d.accuracy_delta if d else None],
@@ -269,7 +269,7 @@ def _cells_table(run: RunResult, tasks: list[str]) -> dict:
             [" ".join((cell.reason or "").split())[:300], cell.reason or ""],
         ]
         rows.append({"cell": cid, "columns": columns})
-    header = ["cell", "status", "on front", f"output tok/s ({scenario})" if scenario else "output tok/s", "vs reference", "accuracy verdict",
+    header = ["cell", "status", "on front", chart.axis, "vs reference", "accuracy verdict",
               "pooled Δ [90%]", "flips r→w / w→r", "garbage probes", *tasks, "reason"]
     return {"header": header, "rows": rows}
 

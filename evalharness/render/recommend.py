@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 
 from evalharness.analysis.recommend import recommend
@@ -27,11 +28,22 @@ class _Plain:
 
 
 def _speed(rec, mark=_Markdown) -> str:
+    if rec.ratio is not None and not math.isfinite(rec.ratio):
+        return f"{mark.text(rec.speed or '')} ({mark.text(rec.unit)})"
     interval = (f" [{rec.low:.2f}–{rec.high:.2f}]" if rec.low is not None and rec.high is not None else
                 f" (measured once: no interval; set {mark.code('repeats:')} on the scenario)")
-    return (f"{rec.ratio:.2f}x{interval} the reference's output tok/s in {mark.code(mark.text(rec.scenario or ''))} "
-            "(one-sided bounds at the alpha its last look spent, 5% over all its looks; faster: the lower bound "
-            "above 1.05)")
+    where = ""
+    if rec.at and rec.reference_at and rec.at != rec.reference_at:  # each at its own most goodput under the SLO
+        where = f" (its {mark.code(mark.text(rec.at))} against the reference's {mark.code(mark.text(rec.reference_at))})"
+    elif rec.scenario:
+        where = f" in {mark.code(mark.text(rec.scenario))}"
+    return (f"{rec.ratio:.2f}x{interval} the reference's {mark.text(rec.unit)}{where} (one-sided bounds at the alpha "
+            "its last look spent, 5% over all its looks; faster: the lower bound above 1.05)")
+
+
+def _point(rec, mark=_Markdown) -> str:
+    """'at p90 TPOT ≤ 50 ms, concurrency 8: ' where the matrix declares an operating point or an SLO."""
+    return f"{mark.text(rec.point)}: " if rec.point and not rec.point.startswith("in ") else ""
 
 
 def launch_command(argv: list[str], env: dict[str, str]) -> str:
@@ -49,13 +61,14 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
     rec = recommend(run)
     if rec.cell is not None:
         upper = f" (largest drop ≤ {rec.drop_upper:.3f})" if rec.drop_upper is not None else ""
-        out = [f"{mark.bold('Recommendation: ' + mark.code(rec.cell))}, {_speed(rec, mark)}, equivalent to the "
+        out = [f"{_point(rec, mark)}{mark.bold('Recommendation: ' + mark.code(rec.cell))}, {_speed(rec, mark)}, "
+               "equivalent to the "
                f"reference on every task within its margin{upper}."]
         if with_command:
             out += ["", "Its launch as this run made it (the port was the run's own):", "",
                     code_block(launch_command(rec.argv, rec.env))]
         return out + [""]
-    line = f"{mark.bold('No recommendation')}: {mark.text(rec.why_none or '')}."
+    line = f"{_point(rec, mark)}{mark.bold('No recommendation')}: {mark.text(rec.why_none or '')}."
     if rec.candidate:
         parts = []
         for s in rec.settle:

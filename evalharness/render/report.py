@@ -7,7 +7,7 @@ phases, serving, the runner or the command line.
 
 from __future__ import annotations
 
-from evalharness.analysis.pareto import pareto, scenario_range, scenario_throughput, vs_reference
+from evalharness.analysis.pareto import cell_figure, chosen_point, pareto, vs_reference
 from evalharness.analysis.speed import FLOOR
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
@@ -91,20 +91,20 @@ def render_markdown(run: RunResult) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
-def vs_reference_text(run: RunResult, cid: str, scenario: str | None) -> str:
-    """'1.00x' for the reference; the speed rule's words for a cell ('1.48x [1.31–1.67] faster', analysis/speed.py);
-    '' where either side lacks the scenario."""
+def vs_reference_text(run: RunResult, cid: str) -> str:
+    """'1.00x' for the reference; the speed rule's words for a cell at the operating point ('1.48x [1.31–1.67]
+    faster', analysis/speed.py); '' where either side lacks it."""
     if cid == run.reference:
         return "1.00x"
-    verdict = vs_reference(run, cid, scenario)
+    verdict = vs_reference(run, cid)
     return "" if verdict is None else verdict.text()
 
 
 def pareto_section(run: RunResult) -> list[str]:
     chart = pareto(run)
-    scenario, measure = chart.scenario, chart.measure
+    measure = chart.measure
     by_cell = {p.cell: p for p in chart.points}
-    ref_tp = scenario_throughput(run.cells.get(run.reference), scenario)
+    ref_tp = chart.throughput.get(run.reference)
     rows = []
     for cid, tp in chart.throughput.items():
         point = by_cell.get(cid)
@@ -127,8 +127,8 @@ def pareto_section(run: RunResult) -> list[str]:
         rows.append([
             f"`{cid}`",
             "**yes**" if point and point.on_front else ("no" if point else ""),
-            "" if tp is None else tok_s_text(tp, scenario_range(run.cells[cid], scenario)),
-            "" if tp is None or not ref_tp else vs_reference_text(run, cid, scenario)
+            "" if tp is None else _figure_text(run, cid),
+            "" if tp is None or ref_tp is None else vs_reference_text(run, cid)
             + (" (other machine)" if other_kind(run, cid) else ""),
             verdict, acc, p_text, flips, agree, dist_text, same_text,
             ", ".join(f"`{c}`" for c in point.dominated_by) if point else "",
@@ -136,8 +136,7 @@ def pareto_section(run: RunResult) -> list[str]:
     if not rows:
         return []
     out = ["## Pareto: throughput against drift", "",
-           f"Throughput: output tokens/s in scenario `{md_text(scenario or 'none')}`"
-           f"{_noise_note(run, scenario)}; drift: "
+           f"Throughput: {md_text(chart.axis)}{_noise_note(chart)}; drift: "
            f"{'the accuracy verdict' if measure == 'accuracy' else 'mean KL divergence'} against the reference. "
            "The verdict is per task against its margin (Drift per task), the cell's the worst of its tasks': "
            "**equivalent** cells are tied with the reference on accuracy, **inconclusive** ones rank below them and "
@@ -146,7 +145,9 @@ def pareto_section(run: RunResult) -> list[str]:
            "reference, with a 90% interval; flips are right→wrong / wrong→right over tasks with single 0/1 samples; "
            "KL is per token in nats with a 90% interval, each direction on the sampling side's own tokens "
            "(Numerics, below).", "",
-           markdown_table(["cell", "on front", "output tok/s", "vs reference", "accuracy verdict",
+           markdown_table(["cell", "on front", md_text(chart.axis.split(" ", 2)[0] + " tok/s" if "goodput" in
+                                                      chart.axis else "output tok/s"), "vs reference",
+                           "accuracy verdict",
                            "pooled Δ [90%]", "p", "flips", "probes identical", "KL(ref‖cell) [90%]", "KL(cell‖ref) [90%]",
                            "dominated by"], rows), ""]
     if mixed_caveat(run):
@@ -159,9 +160,24 @@ def pareto_section(run: RunResult) -> list[str]:
     return out
 
 
-def _noise_note(run: RunResult, scenario: str | None) -> str:
+def _figure_text(run: RunResult, cid: str) -> str:
+    """A cell's figure at the operating point with its repeats' range, the step it was read at where cells read
+    their own (the most goodput under the SLO), and whether it meets the SLO there."""
+    figure = cell_figure(run, cid)
+    if figure is None:
+        return ""
+    text = tok_s_text(figure.value, figure.range())
+    point = chosen_point(run)
+    if point.kind == "max_goodput":
+        text += f" at {md_text(figure.scenario)}" if figure.scenario else " (meets the SLO at no load measured)"
+    elif figure.meets is False:
+        text += " (**misses the SLO**)"
+    return text
+
+
+def _noise_note(chart) -> str:
     """How the throughput figure was obtained, and the speed rule that 'vs reference' and the front use."""
-    repeats = {len(s.repeat_tok_s) for c in run.cells.values() for s in c.throughput if s.name == scenario}
+    repeats = {len(p.rates) for p in chart.points}
     rule = (f"'vs reference' is the speed rule's verdict (the ratio of geometric means with its one-sided bounds "
             f"from both sides' repeats in brackets, at the alpha the cell's last look spent: 95% bounds for a fixed "
             f"number of repeats, wider at an early look of adaptive ones, 5% over all the looks; **faster** when the lower bound is above "
@@ -196,7 +212,7 @@ def _score(task: TaskScore | None) -> str:
 def summary_markdown(run: RunResult, limit: int = 12) -> str:
     """The short form for a pull-request comment or $GITHUB_STEP_SUMMARY: fits on a screen."""
     chart = pareto(run)
-    points, scenario = chart.points, chart.scenario
+    points = chart.points
     lines = [f"### evalharness: {md_text(run.meta.matrix_name)}", ""]
     lines.append(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; measured on "
                  f"{md_text(measured_on(run))}")
@@ -209,7 +225,7 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
             acc = "reference" if p.cell == run.reference else (verdict_text(d.outcome, d.worst_drop_upper) if d else "")
             noise = (p.low, p.high) if p.low is not None and p.high is not None else None
             rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", tok_s_text(p.throughput, noise), acc])
-        lines += [markdown_table(["cell", "", f"tok/s ({md_text(scenario or '')})", "accuracy verdict"], rows), ""]
+        lines += [markdown_table(["cell", "", md_text(chart.axis), "accuracy verdict"], rows), ""]
     bad = [c for c in run.cells.values() if c.status != "ok"]
     for cell in bad[:limit]:
         lines.append(f"- `{cell.id}` **{cell.status}**: {md_text(cell.reason or '', 160)}")

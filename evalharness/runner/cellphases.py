@@ -12,8 +12,8 @@ import httpx
 
 from evalharness.analysis.drift import task_evidence
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
-from evalharness.analysis.pareto import scenario_of
-from evalharness.analysis.speed import FLOOR, scenario_verdict
+from evalharness.analysis.operating import operating_point, verdict_between
+from evalharness.analysis.speed import FLOOR
 from evalharness.analysis.sequential import decide_look, default_looks, look_levels, screened
 from evalharness.matrix.schema import Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes
@@ -162,15 +162,13 @@ def screening(matrix: Matrix, state: CellRun, reference: CellResult | None) -> s
     quality = matrix.quality
     if quality is None or quality.full_quality or reference is None:
         return None
-    name = scenario_of(matrix.model_dump(mode="json"))
-    mine = next((s for s in state.throughput if s.name == name), None)
-    theirs = next((s for s in reference.throughput if s.name == name), None)
-    verdict = scenario_verdict(mine, theirs)
+    point = operating_point(matrix.model_dump(mode="json"))
+    verdict = verdict_between(state.throughput, reference.throughput, point)
     if verdict is None or not screened(verdict.not_faster, quality.full_quality):
         return None
-    return (f"not faster than the reference in {name} ({verdict.text()}: its upper bound {verdict.high:.2f} is "
-            f"below 1 + the {FLOOR:.0%} floor): it can never be worth shipping, so quality ran its first look only "
-            "(quality.full_quality: true runs it all)")
+    bound = "" if verdict.high is None else f": its upper bound {verdict.high:.2f} is below 1 + the {FLOOR:.0%} floor"
+    return (f"not faster than the reference {point.words()} ({verdict.text()}{bound}): it can never be worth "
+            "shipping, so quality ran its first look only (quality.full_quality: true runs it all)")
 
 
 def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, reference_id: str | None = None,
@@ -229,7 +227,7 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
     run_quality(
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
         include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
-        include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=quality.concurrency,
+        include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=matrix.quality_concurrency(),
         limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
         retries=quality.retries, done=state.quality,
         per_task=lambda task: {**quality.settings_for(task),

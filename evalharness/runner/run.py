@@ -152,7 +152,7 @@ def open_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pa
             load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
         except ProbeError as exc:
             raise RunError(str(exc)) from None
-    for scenario in matrix.throughput.scenarios if matrix.throughput else []:
+    for scenario in matrix.throughput.all_scenarios() if matrix.throughput else []:
         try:
             load_source(scenario.prompts)
         except PromptSourceError as exc:

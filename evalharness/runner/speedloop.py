@@ -18,7 +18,7 @@ from evalharness.analysis.speed import Side, decided, set_aside, side_of, speedu
 from evalharness.matrix.schema import Scenario
 from evalharness.phases.throughput.client import LoadClient, combine_repeats, measure_repeat
 from evalharness.phases.throughput.sse import RequestRecord
-from evalharness.phases.throughput.stats import judge_stalls, stream_stalls, summarize
+from evalharness.phases.throughput.stats import judge_stalls, request_latencies, stream_stalls, summarize
 from evalharness.records.measures import RepeatFigures, ScenarioResult
 from evalharness.serving import interference
 
@@ -70,7 +70,8 @@ def judge_repeat(scenario: Scenario, records: list[RequestRecord], host: dict | 
     stalls = stream_stalls(records)
     reasons = [r for r in (interference.judge(host) if host else "", judge_stalls(stalls)) if r]
     return RepeatFigures(tok_s=round(one.output_tok_s, 3), seconds=one.duration_s, requests=one.requests,
-                         completed=one.completed, disturbed="; ".join(reasons), host=host or {}, **stalls)
+                         completed=one.completed, disturbed="; ".join(reasons), host=host or {},
+                        per_request=request_latencies(records), **stalls)
 
 
 def stop_reason(side: Side, *, remeasure: int, reference: Side | None, is_reference: bool) -> str | None:

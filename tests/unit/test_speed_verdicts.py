@@ -68,7 +68,7 @@ def test_one_busy_minute_does_not_decide_the_run():
     run = _run({"ref": reference, "bf16": cell})
     assert faster(ParetoPoint(cell="bf16", throughput=1, drift=0, rates=[30.6, 31.0, 6.0]),
                   ParetoPoint(cell="ref", throughput=1, drift=0, rates=[18.2, 17.3, 17.8]))
-    assert vs_reference(run, "bf16", "single").faster
+    assert vs_reference(run, "bf16").faster
     # the same on the reference's side: its 3.6 is set aside, not allowed to make every cell look faster or slower
     busy_reference = _scenario([18.2, 17.3, 3.6, 17.9])
     assert speed.scenario_verdict(_scenario([17.5, 18.0, 17.7]), busy_reference).outcome == "equal"
@@ -81,7 +81,7 @@ def test_one_rule_answers_is_this_cell_faster_for_the_front_the_report_screening
     verdict = speedup(speed.side_of(cell), speed.side_of(reference))
     run = _run({"ref": reference, "cell": cell})
     assert verdict.outcome == "faster"
-    assert vs_reference(run, "cell", "single") == verdict
+    assert vs_reference(run, "cell") == verdict
     assert f"{verdict.ratio:.2f}x [{verdict.low:.2f}–{verdict.high:.2f}] faster" in render_markdown(run)
     [change] = scenario_changes(run.cells["ref"], run.cells["cell"])
     assert change.outcome == "faster" and change.ratio == pytest.approx(verdict.ratio)

@@ -49,6 +49,22 @@ def token_source(record: RequestRecord) -> str:
     return "usage" if known or n <= 1 else "spread"
 
 
+def request_latencies(records: list[RequestRecord]) -> list[list[float | None]]:
+    """[ttft_s, tpot_s, e2e_s, output_tokens] of every request of a repeat, in order; a failed request is
+    [None, None, None, 0] (pure: what goodput under an SLO is counted from, analysis/goodput.py)."""
+    out: list[list[float | None]] = []
+    for r in records:
+        if not r.ok:
+            out.append([None, None, None, 0])
+            continue
+        counts = chunk_token_counts(r) or []
+        tokens = r.completion_tokens if r.completion_tokens is not None else sum(counts)
+        tpot = request_timings(r, counts)[1] if counts else None
+        out.append([None if r.ttft is None else round(r.ttft, 6), None if tpot is None else round(tpot, 6),
+                    round(r.end - r.start, 6), tokens])
+    return out
+
+
 def request_timings(record: RequestRecord, counts: list[int]) -> tuple[list[float], float | None, float | None]:
     """(inter-token gaps, TPOT, decode tokens/s) of one request: a chunk of k tokens after gap g gives k gaps of g/k."""
     gaps: list[float] = []

@@ -1,0 +1,222 @@
+"""The operating point: where the speed half of every decision is read (issue 38). The front, "vs reference",
+screening and the recommendation ask `verdict_between` / `figure_at`, so a matrix that serves at concurrency 32
+is decided at 32, not by its single-stream figure. Pure: reads records (and the matrix as results.json keeps it).
+
+- **Where**: `report.operating_point` is a stated load (`{concurrency: N}` or `{request_rate: R}`: the scenario or
+  sweep step at it) or `max_goodput` (each cell at its own sweep step with the most goodput among those meeting the
+  SLO: the load it would be run at). Without one, `report.throughput_scenario` (or the first single-stream scenario),
+  as before.
+- **The figure**: output tokens/s of the kept repeats; with an SLO (`report.slo`), goodput tokens/s (the output
+  tokens of requests meeting every target per second, analysis/goodput.py). Per repeat either way, so the one speed
+  rule (analysis/speed.py) gives its interval and verdict. A cell meeting the SLO at no step has goodput 0 there.
+- **Crossovers**: the same rule at each sweep step both sides measured; a cell faster at one load and slower at
+  another is said to be, with the loads between which it turns.
+Must not import phases, serving, the runner or rendering.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from evalharness.analysis.goodput import StepSlo, Target, slo_words, step_slo, targets_of
+from evalharness.analysis.speed import Side, SpeedVerdict, set_aside, side_of, speedup
+from evalharness.records.measures import ScenarioResult
+
+Kind = Literal["scenario", "load", "max_goodput"]
+ZERO_GOODPUT = 1e-3  # tok/s a repeat with no good request enters the speed rule's logs as (log 0 is undefined)
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    kind: Kind
+    scenario: str | None = None  # kind 'scenario': the named one
+    concurrency: int | None = None  # kind 'load'
+    request_rate: float | None = None
+    targets: tuple[Target, ...] = ()
+    sweep: str | None = None  # the sweep's name: its steps are `<sweep>-c<N>` / `<sweep>-r<R>`
+
+    @property
+    def unit(self) -> str:
+        return "goodput tok/s" if self.targets else "output tok/s"
+
+    def load_words(self) -> str:
+        if self.kind == "max_goodput":
+            return "each cell at its load with the most goodput under the SLO"
+        if self.kind == "load":
+            return f"concurrency {self.concurrency}" if self.concurrency else f"{self.request_rate:g} requests/s"
+        return f"in {self.scenario or 'no scenario'}"
+
+    def words(self) -> str:
+        """'at p90 TPOT ≤ 50 ms and p90 TTFT ≤ 2000 ms, concurrency 8' (the recommendation line's prefix); 'in
+        single' where the matrix names a scenario and no SLO."""
+        slo = slo_words(self.targets)
+        load = self.load_words()
+        return f"at {slo}, {load}" if slo else (load if self.kind == "scenario" else f"at {load}")
+
+
+def operating_point(matrix: dict) -> OperatingPoint:
+    """The matrix's operating point (a validated matrix's model_dump(mode="json"), as results.json keeps it)."""
+    report = matrix.get("report") or {}
+    throughput = matrix.get("throughput") or {}
+    scenarios = throughput.get("scenarios") or []
+    sweep = (throughput.get("sweep") or {})
+    targets = targets_of(matrix)
+    spec = report.get("operating_point") or None
+    sweep_name = sweep.get("name", "load") if sweep else None
+    if spec and spec.get("max_goodput"):
+        return OperatingPoint("max_goodput", targets=targets, sweep=sweep_name)
+    if spec:
+        return OperatingPoint("load", concurrency=spec.get("concurrency"), request_rate=spec.get("request_rate"),
+                              targets=targets, sweep=sweep_name)
+    wanted = report.get("throughput_scenario")
+    if not wanted:
+        single = [s["name"] for s in scenarios if s.get("concurrency") == 1]
+        steps = sweep_steps_names(sweep)
+        wanted = single[0] if single else (scenarios[0]["name"] if scenarios else (steps[0] if steps else None))
+    return OperatingPoint("scenario", scenario=wanted, targets=targets, sweep=sweep_name)
+
+
+def sweep_steps_names(sweep: dict) -> list[str]:
+    """The step names a sweep (as results.json keeps it) measures, in order."""
+    if not sweep:
+        return []
+    name = sweep.get("name", "load")
+    if sweep.get("concurrency"):
+        return [f"{name}-c{int(c)}" for c in sweep["concurrency"]]
+    return [f"{name}-r{r:g}".replace(".", "_") for r in sweep.get("request_rate") or []]
+
+
+@dataclass(frozen=True)
+class CellFigure:
+    """One cell's speed at the operating point."""
+
+    scenario: str | None  # the scenario or step it was read at (None: no step meets the SLO)
+    value: float  # the kept repeats' mean figure (tok/s or goodput tok/s)
+    side: Side  # every repeat's figure, for the speed rule
+    slo: StepSlo | None = None
+    meets: bool | None = None  # None: no SLO
+    concurrency: int | None = None
+    request_rate: float | None = None
+
+    def range(self) -> tuple[float, float] | None:
+        rates = self.side.rates
+        return (min(rates), max(rates)) if len(rates) > 1 else None
+
+
+def _kept(sc: ScenarioResult) -> list[int]:
+    side = side_of(sc)
+    aside = set_aside(side)
+    return [i for i in range(len(side.rates)) if i not in aside]
+
+
+def figure_of(sc: ScenarioResult, targets: tuple[Target, ...]) -> CellFigure:
+    """A scenario's figure: its throughput, or with targets its goodput, per repeat."""
+    side = side_of(sc)
+    if not targets:
+        return CellFigure(sc.name, sc.output_tok_s, side, concurrency=sc.concurrency, request_rate=sc.request_rate)
+    slo = step_slo(sc, targets, _kept(sc))
+    if slo is None:  # no per-request figures (a run before issue 38): no goodput to read
+        return CellFigure(sc.name, sc.output_tok_s, side, concurrency=sc.concurrency, request_rate=sc.request_rate)
+    rates = tuple(max(g, ZERO_GOODPUT) for g in slo.repeat_goodput_tok_s) if len(slo.repeat_goodput_tok_s) == len(
+        side.rates) else (max(slo.goodput_tok_s, ZERO_GOODPUT),)
+    goodput_side = Side(rates, side.disturbed if len(rates) == len(side.rates) else (), side.plan)
+    return CellFigure(sc.name, slo.goodput_tok_s, goodput_side, slo=slo, meets=slo.met, concurrency=sc.concurrency,
+                      request_rate=sc.request_rate)
+
+
+def steps_of(throughput: list[ScenarioResult], point: OperatingPoint) -> list[ScenarioResult]:
+    """The sweep's measured steps of one cell, in load order."""
+    if not point.sweep:
+        return []
+    prefix = f"{point.sweep}-"
+    steps = [s for s in throughput if s.name.startswith(prefix) and s.output_tok_s > 0]
+    return sorted(steps, key=lambda s: (s.concurrency or 0, s.request_rate or 0))
+
+
+def figure_at(throughput: list[ScenarioResult], point: OperatingPoint) -> CellFigure | None:
+    """One cell's figure at the operating point; None where it did not measure there."""
+    measured = [s for s in throughput if s.output_tok_s > 0]
+    if point.kind == "scenario":
+        sc = next((s for s in measured if s.name == point.scenario), None)
+        return None if sc is None else figure_of(sc, point.targets)
+    if point.kind == "load":
+        at_load = [s for s in measured if (s.concurrency == point.concurrency if point.concurrency
+                                           else s.request_rate == point.request_rate)]
+        # a sweep step before a scenario of the same load: the sweep is what the operating point was declared on
+        at_load.sort(key=lambda s: not (point.sweep and s.name.startswith(f"{point.sweep}-")))
+        return figure_of(at_load[0], point.targets) if at_load else None
+    figures = [figure_of(s, point.targets) for s in steps_of(measured, point)]
+    if not figures:
+        return None
+    meeting = [f for f in figures if f.meets]
+    if not meeting:
+        zero = Side((ZERO_GOODPUT,) * max(1, len(figures[-1].side.rates)), figures[-1].side.disturbed,
+                    figures[-1].side.plan)
+        return CellFigure(None, 0.0, zero, meets=False)
+    return max(meeting, key=lambda f: f.value)
+
+
+def verdict_of(mine: CellFigure | None, theirs: CellFigure | None) -> SpeedVerdict | None:
+    """The speed rule between two figures; a side meeting the SLO nowhere is slower than one that meets it."""
+    if mine is None or theirs is None:
+        return None
+    if mine.meets is False and mine.scenario is None:
+        if theirs.meets is False and theirs.scenario is None:
+            return SpeedVerdict(ratio=math.nan, outcome="undecided",
+                                notes=("neither meets the SLO at any load measured",))
+        return SpeedVerdict(ratio=0.0, outcome="slower", low=0.0, high=0.0,
+                            notes=("meets the SLO at no load measured",))
+    if theirs.meets is False and theirs.scenario is None:
+        return SpeedVerdict(ratio=math.inf, outcome="faster", low=math.inf, high=math.inf,
+                            notes=("the reference meets the SLO at no load measured",))
+    return speedup(mine.side, theirs.side)
+
+
+def verdict_between(mine: list[ScenarioResult], theirs: list[ScenarioResult],
+                    point: OperatingPoint) -> SpeedVerdict | None:
+    """Is a cell faster than the reference at the operating point? (each side's throughput records)"""
+    return verdict_of(figure_at(mine, point), figure_at(theirs, point))
+
+
+@dataclass(frozen=True)
+class StepVerdict:
+    load: str  # 'c=8' or '2/s'
+    concurrency: int | None
+    request_rate: float | None
+    verdict: SpeedVerdict
+
+
+def _load_text(sc: ScenarioResult) -> str:
+    return f"c={sc.concurrency}" if sc.concurrency else f"{sc.request_rate:g}/s"
+
+
+def step_verdicts(mine: list[ScenarioResult], theirs: list[ScenarioResult],
+                  point: OperatingPoint) -> list[StepVerdict]:
+    """The speed rule at every sweep step both sides measured, on the operating point's figure (goodput with an
+    SLO), in load order."""
+    by_name = {s.name: s for s in steps_of(theirs, point)}
+    out = []
+    for sc in steps_of(mine, point):
+        ref = by_name.get(sc.name)
+        if ref is None:
+            continue
+        verdict = verdict_of(figure_of(sc, point.targets), figure_of(ref, point.targets))
+        if verdict is not None:
+            out.append(StepVerdict(_load_text(sc), sc.concurrency, sc.request_rate, verdict))
+    return out
+
+
+def crossover(steps: list[StepVerdict]) -> str | None:
+    """'faster at c=1 (1.42x [1.30–1.55]), slower at c=8 (0.81x [0.75–0.88]): it turns between c=2 and c=8'; None
+    where the rule does not call the cell faster at one step and slower at another."""
+    decided = [s for s in steps if s.verdict.outcome in ("faster", "slower")]
+    if len({s.verdict.outcome for s in decided}) < 2:
+        return None
+    first = decided[0]
+    turn = next(s for s in decided if s.verdict.outcome != first.verdict.outcome)
+    before = [s for s in steps if steps.index(s) < steps.index(turn)]
+    last_same = [s for s in before if s.verdict.outcome == first.verdict.outcome][-1]
+    return (f"{first.verdict.outcome} at {first.load} ({first.verdict.text()}), {turn.verdict.outcome} at "
+            f"{turn.load} ({turn.verdict.text()}): it turns between {last_same.load} and {turn.load}")
