@@ -7,7 +7,9 @@ and write one JSON row per repeat. What benchmarks/data/speed_repeats.json was r
 
 The launch is the demo matrix's (matrices/cpu-smollm2.yaml: --max-model-len 2048, --enforce-eager unless
 --compiled, its environment); scenarios `single` (1 stream, 2 requests of 64 tokens a repeat) and `batch8`
-(8 streams, 8 requests).
+(8 streams, 8 requests); or with --sweep a load sweep (the figures the demo's sweep and SLO were chosen from):
+
+    .venv/bin/python scripts/measure_repeats.py --sweep 1,2,4,8,16,32 --batch-repeats 2 --out sweep.json
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ from evalharness.serving import interference  # noqa: E402
 from evalharness.serving.host import free_port  # noqa: E402
 
 
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", default="float32")
@@ -42,6 +48,8 @@ def main() -> int:
     parser.add_argument("--label", default="plain")
     parser.add_argument("--single-repeats", type=int, default=8)
     parser.add_argument("--batch-repeats", type=int, default=4)
+    parser.add_argument("--sweep", default="", help="concurrencies, e.g. 1,2,4,8,16: measure a load sweep instead "
+                        "(2 requests per stream a repeat, --batch-repeats repeats a step), with latency percentiles")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     rows = []
@@ -68,8 +76,9 @@ def main() -> int:
                     raise SystemExit(f"the engine exited during startup: see {log.name}")
                 time.sleep(1)
             startup = time.monotonic() - began
-            for name, streams, requests, repeats in (("single", 1, 2, args.single_repeats),
-                                                     ("batch8", 8, 8, args.batch_repeats)):
+            plan = [(f"c{c}", c, 2 * c, args.batch_repeats) for c in map(int, args.sweep.split(","))] \
+                if args.sweep else [("single", 1, 2, args.single_repeats), ("batch8", 8, 8, args.batch_repeats)]
+            for name, streams, requests, repeats in plan:
                 client = LoadClient(f"http://127.0.0.1:{port}/v1", "m", api="chat", timeout_s=120,
                                     prompts=load_source("natural"))
                 for repeat in range(repeats):
@@ -84,6 +93,9 @@ def main() -> int:
                     disturbed = "; ".join(r for r in (interference.judge(host), judge_stalls(stalls)) if r)
                     row = dict(setting=args.label, dtype=args.dtype, launch=launch, startup_s=round(startup, 1),
                                scenario=name, repeat=repeat, tok_s=round(one.output_tok_s, 3), **stalls, **host,
+                               seconds=round(one.duration_s, 2), tpot_p50_ms=_ms(one.tpot_s.p50),
+                               tpot_p90_ms=_ms(one.tpot_s.p90), ttft_p90_ms=_ms(one.ttft_s.p90),
+                               e2e_p90_ms=_ms(one.e2e_s.p90),
                                disturbed=disturbed)
                     rows.append(row)
                     print(json.dumps(row), flush=True)

@@ -64,6 +64,7 @@ def operating_point(matrix: dict) -> OperatingPoint:
     sweep = (throughput.get("sweep") or {})
     targets = targets_of(matrix)
     spec = report.get("operating_point") or None
+    spec = {"max_goodput": True} if spec == "max_goodput" else spec  # as written in a matrix file
     sweep_name = sweep.get("name", "load") if sweep else None
     if spec and spec.get("max_goodput"):
         return OperatingPoint("max_goodput", targets=targets, sweep=sweep_name)
@@ -105,7 +106,8 @@ class CellFigure:
         return (min(rates), max(rates)) if len(rates) > 1 else None
 
 
-def _kept(sc: ScenarioResult) -> list[int]:
+def kept_indices(sc: ScenarioResult) -> list[int]:
+    """The repeats the speed rule keeps (the disturbed ones set aside), by index."""
     side = side_of(sc)
     aside = set_aside(side)
     return [i for i in range(len(side.rates)) if i not in aside]
@@ -116,7 +118,7 @@ def figure_of(sc: ScenarioResult, targets: tuple[Target, ...]) -> CellFigure:
     side = side_of(sc)
     if not targets:
         return CellFigure(sc.name, sc.output_tok_s, side, concurrency=sc.concurrency, request_rate=sc.request_rate)
-    slo = step_slo(sc, targets, _kept(sc))
+    slo = step_slo(sc, targets, kept_indices(sc))
     if slo is None:  # no per-request figures (a run before issue 38): no goodput to read
         return CellFigure(sc.name, sc.output_tok_s, side, concurrency=sc.concurrency, request_rate=sc.request_rate)
     rates = tuple(max(g, ZERO_GOODPUT) for g in slo.repeat_goodput_tok_s) if len(slo.repeat_goodput_tok_s) == len(
@@ -162,15 +164,15 @@ def verdict_of(mine: CellFigure | None, theirs: CellFigure | None) -> SpeedVerdi
     """The speed rule between two figures; a side meeting the SLO nowhere is slower than one that meets it."""
     if mine is None or theirs is None:
         return None
-    if mine.meets is False and mine.scenario is None:
-        if theirs.meets is False and theirs.scenario is None:
-            return SpeedVerdict(ratio=math.nan, outcome="undecided",
-                                notes=("neither meets the SLO at any load measured",))
+    where = lambda f: "at no load measured" if f.scenario is None else "in no request there"  # noqa: E731
+    if mine.meets is False and mine.value <= 0:
+        if theirs.meets is False and theirs.value <= 0:
+            return SpeedVerdict(ratio=math.nan, outcome="undecided", notes=("neither side meets the SLO",))
         return SpeedVerdict(ratio=0.0, outcome="slower", low=0.0, high=0.0,
-                            notes=("meets the SLO at no load measured",))
-    if theirs.meets is False and theirs.scenario is None:
+                            notes=(f"meets the SLO {where(mine)}",))
+    if theirs.meets is False and theirs.value <= 0:
         return SpeedVerdict(ratio=math.inf, outcome="faster", low=math.inf, high=math.inf,
-                            notes=("the reference meets the SLO at no load measured",))
+                            notes=(f"the reference meets the SLO {where(theirs)}",))
     return speedup(mine.side, theirs.side)
 
 
@@ -220,3 +222,59 @@ def crossover(steps: list[StepVerdict]) -> str | None:
     last_same = [s for s in before if s.verdict.outcome == first.verdict.outcome][-1]
     return (f"{first.verdict.outcome} at {first.load} ({first.verdict.text()}), {turn.verdict.outcome} at "
             f"{turn.load} ({turn.verdict.text()}): it turns between {last_same.load} and {turn.load}")
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One sweep step of one cell on the throughput-interactivity chart (per GPU: the cell's tensor x pipeline x
+    data parallel sizes, 1 without them)."""
+
+    step: str
+    concurrency: int | None
+    request_rate: float | None
+    tok_s_per_gpu: float  # the kept repeats' mean output tok/s over the GPUs
+    low: float | None  # its 90% interval (t on the repeats' log rates; None with one kept repeat)
+    high: float | None
+    per_user: float | None  # interactivity: the median request's decode tokens/s
+    goodput_per_gpu: float | None  # under the SLO (None: no SLO)
+    meets: bool | None
+
+
+@dataclass(frozen=True)
+class Curve:
+    cell: str
+    reference: bool
+    gpus: int
+    points: tuple[CurvePoint, ...]
+    stopped: str | None  # why the sweep ended where it did (saturation), from the last step's record
+
+
+def mean_interval(rates: list[float], confidence: float = 0.90) -> tuple[float | None, float | None]:
+    """The geometric mean's t interval from repeats (None, None with fewer than two)."""
+    logs = [math.log(r) for r in rates if r > 0]
+    if len(logs) < 2:
+        return None, None
+    from scipy import stats
+
+    centre = sum(logs) / len(logs)
+    sd = math.sqrt(sum((v - centre) ** 2 for v in logs) / (len(logs) - 1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(logs) - 1)) * sd / math.sqrt(len(logs))
+    return math.exp(centre - half), math.exp(centre + half)
+
+
+def curve_of(cid: str, throughput: list[ScenarioResult], point: OperatingPoint, *, gpus: int,
+             reference: bool) -> Curve | None:
+    """One cell's sweep as a curve (None: it measured no step)."""
+    steps = steps_of(throughput, point)
+    if not steps:
+        return None
+    out = []
+    for sc in steps:
+        kept = [side_of(sc).rates[i] for i in kept_indices(sc)] or [sc.output_tok_s]
+        low, high = mean_interval(kept)
+        figure = figure_of(sc, point.targets) if point.targets else None
+        out.append(CurvePoint(sc.name, sc.concurrency, sc.request_rate, sc.output_tok_s / gpus,
+                              None if low is None else low / gpus, None if high is None else high / gpus,
+                              sc.request_decode_tok_s.p50, None if figure is None else figure.value / gpus,
+                              None if figure is None else figure.meets))
+    return Curve(cid, reference, gpus, tuple(out), steps[-1].stopped)

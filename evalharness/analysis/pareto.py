@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from evalharness.analysis.operating import CellFigure, OperatingPoint, figure_at, operating_point, verdict_between
+from evalharness.analysis.operating import (
+    CellFigure, Curve, OperatingPoint, curve_of, figure_at, operating_point, verdict_between)
 from evalharness.analysis.speed import Side, SpeedVerdict, speedup
 from evalharness.records.measures import ScenarioResult
-from evalharness.records.run import CellResult, RunResult
+from evalharness.records.run import CellResult, RunResult, parallel_gpus
 
 
 class ParetoPoint(BaseModel):
@@ -171,3 +172,17 @@ def pareto(run: RunResult) -> Pareto:
     scenario = point.scenario if point.kind == "scenario" else (next(iter(ats)) if len(ats) == 1 else None)
     return Pareto(scenario=scenario, measure=measure, throughput=throughput, points=pareto_front(points),
                   axis=axis_words(point), point_words=point.words())
+
+
+def curves(run: RunResult) -> list[Curve]:
+    """Each ok cell's load sweep as a throughput-per-GPU against interactivity curve, in run order."""
+    point = chosen_point(run)
+    out = []
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is None or cell.status != "ok":
+            continue
+        curve = curve_of(cid, cell.throughput, point, gpus=parallel_gpus(cell.args), reference=cid == run.reference)
+        if curve is not None:
+            out.append(curve)
+    return out

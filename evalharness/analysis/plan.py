@@ -1,8 +1,9 @@
 """What a matrix's accuracy verdicts cost before it runs: per task, the repeats each cell and the shared reference
 need for the margin (analysis/sizing.py: a true drop of twice the margin called worse with 80% power, Holm over
 every cell x task), the reasoning chains, generated tokens and hours that makes, what the matrix as written will
-certify, and what margin a budget reaches. Pure: a matrix (as the dict results.json keeps) and optionally a previous
-run's record and folder in, a Plan out; render/plan.py writes it as text.
+certify, and what margin a budget reaches; beside it, the throughput phase's requests and time (plan_throughput.py).
+Pure: a matrix (as the dict results.json keeps) and optionally a previous run's record and folder in, a Plan out;
+render/plan.py writes it as text.
 
 Where its figures come from, each stated on the plan: the documents, accuracy, within-document variance (from which
 the consistency of a document's answers), tokens per answer and throughput of a previous run's reference (`--from`),
@@ -21,6 +22,7 @@ from pydantic import BaseModel
 
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
 from evalharness.analysis.pairing import side_scores
+from evalharness.analysis.plan_throughput import ThroughputPlan, price_throughput
 from evalharness.analysis.sizing import reachable_margin, repeats_for_task, within_doc_variance
 from evalharness.analysis.stats import paired_evidence
 from evalharness.records.run import RunResult
@@ -59,6 +61,7 @@ class Plan(BaseModel):
     budget_hours: float | None = None
     hours: float | None = None  # the needed design, all tasks
     configured_hours: float | None = None
+    throughput: ThroughputPlan | None = None  # the throughput phase's price (plan_throughput.py); None: no section
     notes: list[str] = []
 
     def over_budget(self) -> bool | None:
@@ -175,6 +178,7 @@ def make_plan(matrix: Mapping[str, Any], *, previous: tuple[RunResult, Path] | N
         for row in plan.tasks:
             share = plan.budget_hours * (row.hours or 0) / plan.hours
             row.budget_margin = _margin_within(row, plan, alpha, len(tasks), share)
+    plan.throughput = price_throughput(matrix, plan.cells, *((previous[0], str(previous[1])) if previous else ()))
     return plan
 
 

@@ -199,6 +199,11 @@ class Matrix(_Strict):
             raise ValueError("quality.tokenizer: SGLang has no /tokenizer_info endpoint, which the remote tokenizer "
                              "needs; set `tokenizer: none` (generation tasks only) or `api: chat`")
         self._check_operating_point()
+        point = self.report.operating_point
+        if self.quality is not None and "concurrency" not in self.quality.model_fields_set and point is not None \
+                and point.concurrency:
+            # the accuracy side at the load the cells are served at, unless the matrix sets its own
+            self.quality.concurrency = point.concurrency
         for i, rule in enumerate(self.exclude):
             for axis, names in rule.items():
                 if axis not in self.axes:
@@ -234,16 +239,6 @@ class Matrix(_Strict):
             raise ValueError(f"report.operating_point: no scenario or sweep step runs at "
                              f"{'concurrency ' + str(point.concurrency) if point.concurrency else 'request rate ' + str(point.request_rate)}"
                              f" (measured loads: {loads or 'none'})")
-
-    def quality_concurrency(self) -> int:
-        """The quality phase's concurrent requests: the matrix's own `quality.concurrency` where it sets one, else
-        the operating point's stated concurrency (the accuracy side at the load it is served at), else 4."""
-        if self.quality is None:
-            return 4
-        if "concurrency" in self.quality.model_fields_set:
-            return self.quality.concurrency
-        point = self.report.operating_point
-        return point.concurrency if point is not None and point.concurrency else self.quality.concurrency
 
 
 class Cell(BaseModel):

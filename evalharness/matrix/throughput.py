@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from evalharness.matrix.base import NAME_PATTERN, _Strict
 
@@ -97,7 +97,12 @@ class SweepSection(_Strict):
         for key in _STEP_KEYS:
             if key in self.scenario:
                 raise ValueError(f"scenario.{key}: the sweep sets it per step; set the sweep's loads instead")
-        self.steps()  # a bad scenario key is reported here, at load time
+        try:
+            self.steps()  # a bad scenario key is reported here, at load time
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"scenario.{where}: {first['msg']}" if where else first["msg"]) from None
         return self
 
     def step_name(self, load: float) -> str:
@@ -106,14 +111,16 @@ class SweepSection(_Strict):
         return f"{self.name}-r{load:g}".replace(".", "_")
 
     def steps(self) -> list[Scenario]:
-        """One scenario per load, in the sweep's order."""
+        """One scenario per load, in the sweep's order; the steps after the first skip the warm-up (the engine is
+        warm from the step before)."""
         out = []
-        for load in self.concurrency or self.request_rate or []:
+        for i, load in enumerate(self.concurrency or self.request_rate or []):
             if self.concurrency is not None:
                 step = {"concurrency": int(load), "requests": int(load) * self.requests_per_stream}
             else:
                 step = {"request_rate": load, "requests": max(4, round(load * self.step_seconds))}
-            out.append(Scenario.model_validate({**self.scenario, **step, "name": self.step_name(load)}))
+            warm = {"warmup_requests": 0} if i else {}
+            out.append(Scenario.model_validate({**self.scenario, **step, **warm, "name": self.step_name(load)}))
         return out
 
 

@@ -17,6 +17,29 @@ SCHEMA_VERSION = 1
 Status = Literal["ok", "crashed", "garbage", "timeout", "error"]
 
 
+# the launch flags whose product is the GPUs one server uses (vLLM's long and short names, SGLang's)
+PARALLEL_FLAGS = (
+    ("--tensor-parallel-size", "-tp", "--tp-size", "--tp"),
+    ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp"),
+    ("--data-parallel-size", "-dp", "--dp-size", "--dp"),
+)
+
+
+def parallel_gpus(args: dict[str, Any]) -> int:
+    """GPUs a server launched with these args uses: tensor x pipeline x data parallel sizes (1 where absent)."""
+    total = 1
+    for names in PARALLEL_FLAGS:
+        for name in names:
+            value = args.get(name)
+            if value not in (None, False, True):
+                try:
+                    total *= max(int(value), 1)
+                except (TypeError, ValueError):
+                    pass
+                break
+    return total
+
+
 class TeardownRecord(BaseModel):
     """How a server was torn down (serving/server.py fills it; the runner adds GPU memory)."""
 

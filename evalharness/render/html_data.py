@@ -1,5 +1,5 @@
-"""What report.html shows, as plain JSON-able data: the recommendation, the Pareto points with their intervals, the
-cells table, per cell and task the documents paired with the reference's (flips, truncated, empty and stop-cut
+"""What report.html shows, as plain JSON-able data: the recommendation, the Pareto points with their intervals, each
+cell's load sweep as a throughput-interactivity curve, the cells table, per cell and task the documents paired with the reference's (flips, truncated, empty and stop-cut
 answers, the scorer's extracted answer), the garbage probes with where each detector's evidence sits in the text, and
 the settings that differ between every two cells.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalharness.analysis.pairing import Headline, UnpairableMetric, pair, record_key, side_scores
-from evalharness.analysis.pareto import cell_figure, pareto
+from evalharness.analysis.pareto import cell_figure, curves, pareto
 from evalharness.analysis.recommend import recommend
 from evalharness.analysis.secondary import answer_figures
 from evalharness.analysis.settings import asked_names, resolved_differences
@@ -26,6 +26,7 @@ from evalharness.records.measures import ProbeOutput, TaskScore
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.drift import interval_text, verdict_text
 from evalharness.render.nodes import measured_on
+from evalharness.render.plot import CURVE_X_LABEL, CURVE_Y_LABEL, load_label
 from evalharness.render.recommend import launch_command, recommendation_lines
 from evalharness.render.report import vs_reference_text
 from evalharness.render.throughput import disturbed_notes, tok_s_text
@@ -235,6 +236,17 @@ def _chart(run: RunResult) -> dict:
             else "mean KL divergence vs reference"}
 
 
+def _curves(run: RunResult) -> dict:
+    """Each ok cell's sweep: per step x = tok/s per user, y = output tok/s per GPU with its 90% interval, the load,
+    and whether it met the SLO (None without one); steps without a per-user figure are left out."""
+    cells = [{"cell": c.cell, "reference": c.reference, "gpus": c.gpus, "stopped": c.stopped,
+              "points": [{"x": p.per_user, "y": p.tok_s_per_gpu, "y_low": p.low, "y_high": p.high,
+                          "label": load_label(p), "meets": p.meets if p.goodput_per_gpu is not None else None}
+                         for p in c.points if p.per_user is not None]} for c in curves(run)]
+    return {"cells": [c for c in cells if c["points"]], "x_label": CURVE_X_LABEL, "y_label": CURVE_Y_LABEL,
+            "point": pareto(run).point_words}
+
+
 def _cells_table(run: RunResult, tasks: list[str]) -> dict:
     """The cells table: per row each column's text and the value it sorts by."""
     chart = pareto(run)
@@ -306,6 +318,7 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
         "recommended": rec.cell if rec else None,
         "launch": launch_command(rec.argv, rec.env) if rec and rec.cell else None,
         "chart": _chart(run),
+        "curves": _curves(run),
         "table": _cells_table(run, task_names),
         "tasks": tasks,
         "strings": strings.values,

@@ -99,6 +99,76 @@
       el("p", {class: "note"}, "Lower right is better. Bars: the repeats' lowest–highest tok/s, and the pooled accuracy drop's 90% interval."));
   }
 
+  // --- throughput per GPU against interactivity, one curve per cell (its load sweep) -------------------------------
+
+  const LABEL_AT = [[8, 14], [8, -7], [-8, -7], [-8, 14]];  // pixels from a step to its load label, by cell
+  const CURVE_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"];
+
+  function curvesSection(data) {
+    const curves = data.curves, title = "Throughput against interactivity";
+    if (!curves.cells.length) return section("curves", title, el("p", {}, "No load sweep in this run (throughput.sweep)"));
+    const name = (c) => c.cell + (c.reference ? " (reference)" : "") + (c.gpus > 1 ? `, ${c.gpus} GPUs` : "");
+    const fixed = (v) => v.toFixed(1);
+    const describe = (c, p) => `${name(c)} at ${p.label}: ${fixed(p.y)} tok/s per GPU` + (p.y_low !== null ? ` [${fixed(p.y_low)}–${fixed(p.y_high)}]` : "") +
+      `, ${fixed(p.x)} tok/s per user` + (p.meets === null ? "" : p.meets ? "; SLO met" : "; SLO missed");
+    const slo = curves.cells.some((c) => c.points.some((p) => p.meets !== null));
+    let next = 0;
+    const colours = curves.cells.map((c) => (c.reference ? "#000000" : CURVE_COLOURS[next++ % CURVE_COLOURS.length]));
+    const datasets = curves.cells.map((c, i) => ({
+      label: name(c), showLine: true, borderColor: colours[i], backgroundColor: colours[i], borderWidth: c.reference ? 4 : 2,
+      pointRadius: c.reference ? 6 : 5, pointHoverRadius: 8, pointBorderWidth: 2, order: c.reference ? 0 : 1,
+      pointBackgroundColor: c.points.map((p) => (p.meets === false ? "#ffffff" : colours[i])),
+      data: c.points.map((p) => ({x: p.x, y: p.y, point: p, cell: c})),
+    }));
+    // a legend entry only: what a hollow point means
+    if (slo) datasets.push({label: "hollow: missed the SLO", data: [], borderColor: "#555555", backgroundColor: "#ffffff", pointBorderWidth: 2, order: 2});
+    const detail = el("p", {id: "curves-detail", class: "detail"}, "Hover a point to see its cell and load.");
+    const canvas = el("canvas", {id: "curves-canvas", width: 900, height: 420, "aria-label": "throughput per GPU against interactivity chart"});
+    const marks = {  // each step's 90% interval as a bar under its point, its load as a label beside it
+      id: "curve-marks",
+      beforeDatasetsDraw(c) { drawMarks(c, true); },
+      afterDatasetsDraw(c) { drawMarks(c, false); },
+    };
+    function drawMarks(c, bars) {
+      const ctx = c.ctx, xs = c.scales.x, ys = c.scales.y;
+      ctx.save(); ctx.lineWidth = 3; ctx.globalAlpha = bars ? 0.45 : 1; ctx.font = "11px system-ui, sans-serif";
+      curves.cells.forEach((cell, i) => {
+        if (!c.isDatasetVisible(i)) return;
+        ctx.strokeStyle = ctx.fillStyle = colours[i];
+        const at = LABEL_AT[i % LABEL_AT.length];  // each cell's load labels in their own corner, as curves.png has them
+        for (const p of cell.points) {
+          const x = xs.getPixelForValue(p.x);
+          if (!bars) { ctx.textAlign = at[0] > 0 ? "left" : "right"; ctx.fillText(p.label, x + at[0], ys.getPixelForValue(p.y) + at[1]); continue; }
+          if (p.y_low === null) continue;
+          ctx.beginPath(); ctx.moveTo(x, ys.getPixelForValue(p.y_low)); ctx.lineTo(x, ys.getPixelForValue(p.y_high)); ctx.stroke();
+        }
+      });
+      ctx.restore();
+    }
+    const all = curves.cells.flatMap((c) => c.points);
+    if (window.Chart) {
+      new window.Chart(canvas, {
+        type: "scatter", data: {datasets: datasets}, plugins: [marks],
+        options: {
+          animation: false, responsive: false,
+          scales: {x: {beginAtZero: true, title: {display: true, text: curves.x_label}, suggestedMax: Math.max(...all.map((p) => p.x)) * 1.1},
+                   y: {beginAtZero: true, title: {display: true, text: curves.y_label + " (bars: 90% interval)"}, suggestedMax: Math.max(...all.map((p) => p.y_high ?? p.y)) * 1.05}},
+          plugins: {legend: {labels: {usePointStyle: true, generateLabels: (ch) => window.Chart.defaults.plugins.legend.labels.generateLabels(ch)
+                      .map((l) => (l.datasetIndex < colours.length ? {...l, fillStyle: colours[l.datasetIndex]} : l))}},  // filled even where a curve's first step is hollow
+                    tooltip: {callbacks: {label: (item) => describe(item.raw.cell, item.raw.point)}}},
+          onHover: (event, items) => { if (items.length) { const raw = datasets[items[0].datasetIndex].data[items[0].index]; detail.textContent = describe(raw.cell, raw.point); } },
+        },
+      });
+    }
+    // the legend as text (each cell's name a text node), each cell's steps folded under it
+    const list = el("ul", {id: "curves-legend", class: "curves"}, curves.cells.map((c, i) => el("li", {"data-cell": c.cell},
+      el("span", {class: "swatch", style: `background:${colours[i]}`}), el("strong", {}, name(c)), c.stopped ? ` (the sweep stopped: ${c.stopped})` : "",
+      el("details", {}, el("summary", {}, `its ${c.points.length} steps as text`), el("ul", {}, c.points.map((p) => el("li", {}, describe(c, p))))))));
+    return section("curves", title, curves.point ? el("p", {class: "note"}, `Operating point: ${curves.point}.`) : null, canvas, detail, list,
+      el("p", {class: "note"}, "One curve per cell's load sweep, the reference thick and black; upper right is better. Bars: each step's 90% interval of output tok/s per GPU" +
+        (slo ? "; a hollow point missed the SLO." : ".")));
+  }
+
   // --- cells table (sortable) ------------------------------------------------------------------------------------
 
   function tableSection(data, select) {
@@ -263,7 +333,7 @@
       el("h1", {}, data.title), el("p", {class: "summary"}, data.summary),
       el("section", {id: "recommendation"}, el("p", {class: "recommendation"}, data.recommendation || "No recommendation: the run has no finished reference and other cell."),
         data.launch ? el("details", {}, el("summary", {}, "its launch command"), el("pre", {}, data.launch)) : null),
-      chartSection(data, select), tableSection(data, select), documentsSection(data), probesSection(data), settingsSection(data),
+      chartSection(data, select), curvesSection(data), tableSection(data, select), documentsSection(data), probesSection(data), settingsSection(data),
       data.notes.length ? section("notes", "Notes", el("ul", {}, data.notes.map((n) => el("li", {}, n)))) : null);
     document.body.setAttribute("data-ready", String(Math.round(performance.now() - started)));
   }

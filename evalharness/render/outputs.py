@@ -1,5 +1,6 @@
-"""Every rendering of a saved run, written together: report.md, summary.md, results.csv, pareto.png and report.html
-(the summary also appended to $GITHUB_STEP_SUMMARY). The runner and `evalharness report` call this; nothing else writes them.
+"""Every rendering of a saved run, written together: report.md, summary.md, results.csv, pareto.png, curves.png (only
+when a cell has a load sweep; a stale one is removed) and report.html (the summary also appended to
+$GITHUB_STEP_SUMMARY). The runner and `evalharness report` call this; nothing else writes them.
 And the renderings of a comparison of two runs (`evalharness compare`)."""
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from evalharness.render.compare import compare_markdown
 from evalharness.render.compare import summary_markdown as compare_summary
 from evalharness.render.exports import write_csv
 from evalharness.render.html import write_html
-from evalharness.render.plot import write_compare_plot, write_plot
+from evalharness.render.plot import write_compare_plot, write_curves_plot, write_plot
 from evalharness.render.report import render_markdown, summary_markdown
 
 
 def render_all(run: RunResult, out_dir: Path) -> None:
-    """report.md, summary.md, results.csv, report.html and pareto.png from the saved run; the summary also goes to
-    $GITHUB_STEP_SUMMARY when it is set (appended, as GitHub expects)."""
+    """report.md, summary.md, results.csv, report.html, pareto.png and curves.png from the saved run; the summary also
+    goes to $GITHUB_STEP_SUMMARY when it is set (appended, as GitHub expects)."""
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "report.md", render_markdown(run))
     write_html(run, out_dir)
@@ -29,6 +30,8 @@ def render_all(run: RunResult, out_dir: Path) -> None:
     write_csv(run, out_dir / "results.csv")
     if run.complete or run.interrupted:
         write_plot(run, out_dir / "pareto.png")
+        if not write_curves_plot(run, out_dir / "curves.png"):  # no sweep now: a curves.png left from before would lie
+            (out_dir / "curves.png").unlink(missing_ok=True)
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary:
             with open(step_summary, "a", encoding="utf-8") as handle:

@@ -1,10 +1,14 @@
-"""pareto.png: throughput against drift, the front joined by a line (matplotlib, no display needed), from results.json."""
+"""The run's charts (matplotlib, no display needed), from results.json: pareto.png (throughput against drift, the
+front joined by a line), curves.png (each cell's load sweep: output tok/s per GPU against tok/s per user) and
+compare.png (two runs' Pareto points)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from evalharness.analysis.pareto import pareto
+from evalharness.analysis.goodput import slo_words
+from evalharness.analysis.operating import CurvePoint
+from evalharness.analysis.pareto import chosen_point, curves, pareto
 from evalharness.records.run import RunResult
 
 
@@ -75,10 +79,72 @@ def write_compare_plot(base: RunResult, head: RunResult, path: Path) -> bool:
     return _finish(fig, ax, f"{head.meta.matrix_name}: base -> head (lower right is better)", path)
 
 
+CURVE_X_LABEL = "interactivity: tok/s per user (the median request's decode rate)"
+CURVE_Y_LABEL = "output tok/s per GPU"
+_LABEL_AT = [(6, -12), (6, 6), (-6, 6), (-6, -12)]  # offsets (points) of a step's load label, by cell
+_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+
+
+def load_label(p: CurvePoint) -> str:
+    """A sweep step's load: 'c=8' or '2/s'."""
+    return f"c={p.concurrency}" if p.concurrency else f"{p.request_rate:g}/s"
+
+
+def write_curves_plot(run: RunResult, path: Path) -> bool:
+    """Each ok cell's load sweep as a line of output tok/s per GPU against tok/s per user, the 90% interval at each
+    step as a vertical bar, each step labelled by its load, the reference thick and black, steps that missed the SLO
+    hollow; False when no cell has a sweep to draw."""
+    drawn = [(c, [p for p in c.points if p.per_user is not None]) for c in curves(run)]
+    drawn = [(c, points) for c, points in drawn if points]
+    if not drawn:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    others = iter(_COLOURS * (1 + len(drawn) // len(_COLOURS)))
+    slo = False
+    for rank, (curve, points) in enumerate(drawn):
+        colour = "#000000" if curve.reference else next(others)
+        xs, ys = [p.per_user for p in points], [p.tok_s_per_gpu for p in points]
+        label = curve.cell + (" (reference)" if curve.reference else "") + (f", {curve.gpus} GPUs" if curve.gpus > 1 else "")
+        ax.plot(xs, ys, color=colour, linewidth=2.6 if curve.reference else 1.4, zorder=3 if curve.reference else 2,
+                label=label)
+        for p in points:
+            if p.low is not None and p.high is not None:
+                ax.plot([p.per_user, p.per_user], [p.low, p.high], color=colour, alpha=0.45, linewidth=3, zorder=1)
+            missed = p.goodput_per_gpu is not None and p.meets is False
+            slo = slo or p.goodput_per_gpu is not None
+            ax.scatter([p.per_user], [p.tok_s_per_gpu], s=42 if curve.reference else 30, zorder=4, linewidths=1.5,
+                       facecolors="white" if missed else colour, edgecolors=colour)
+            # two cells' steps at similar figures would print their loads over each other: each cell its own corner
+            ax.annotate(load_label(p), (p.per_user, p.tok_s_per_gpu), textcoords="offset points",
+                        xytext=_LABEL_AT[rank % len(_LABEL_AT)], fontsize=7, color=colour,
+                        ha="left" if _LABEL_AT[rank % len(_LABEL_AT)][0] > 0 else "right")
+    if slo:  # a legend entry for the hollow markers
+        ax.scatter([], [], facecolors="white", edgecolors="#555555", linewidths=1.5,
+                   label=f"hollow: missed the SLO ({slo_words(chosen_point(run).targets)})")
+    ax.margins(x=0.12, y=0.12)  # room for the load labels; then both axes from zero
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(CURVE_X_LABEL)
+    ax.set_ylabel(CURVE_Y_LABEL + " (bars: 90% interval)")
+    point = pareto(run).point_words
+    title = f"{run.meta.matrix_name}: throughput per GPU against interactivity (upper right is better)"
+    return _save(fig, ax, title + (f"\noperating point: {point}" if point else ""), path)
+
+
 def _finish(fig, ax, title: str, path: Path) -> bool:
-    """What every chart ends with: the zero-drift line, room for the labels, title, legend, the file written."""
+    """What every drift chart ends with: the zero-drift line and room for the labels, then `_save`."""
     ax.axhline(0, color="#cccccc", linewidth=0.8)
     ax.margins(x=0.25, y=0.15)  # room for the labels
+    return _save(fig, ax, title, path)
+
+
+def _save(fig, ax, title: str, path: Path) -> bool:
+    """What every chart ends with: title, legend, the file written."""
     ax.set_title(title)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()

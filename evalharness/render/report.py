@@ -14,6 +14,7 @@ from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, other_kind
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.drift import drift_section, interval_text, verdict_text
+from evalharness.render.load import load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.numerics import kl_text, numerics_section
 from evalharness.render.quality import quality_section
@@ -45,7 +46,7 @@ def render_markdown(run: RunResult) -> str:
     )
     if mixed_caveat(run):
         parts += ["", mixed_caveat(run)]
-    parts += ["", *recommendation_lines(run), *pareto_section(run), "## Cells", ""]
+    parts += ["", *recommendation_lines(run), *pareto_section(run), *load_section(run), "## Cells", ""]
     tasks = _task_names(run)
     rows = []
     for cid in run.cell_order:

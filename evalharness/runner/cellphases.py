@@ -15,7 +15,7 @@ from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
 from evalharness.analysis.operating import operating_point, verdict_between
 from evalharness.analysis.speed import FLOOR
 from evalharness.analysis.sequential import decide_look, default_looks, look_levels, screened
-from evalharness.matrix.schema import Matrix
+from evalharness.matrix.schema import Matrix, Scenario
 from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes
 from evalharness.phases.quality import SHIPPED_TASKS, run_quality
 from evalharness.phases.retries import ServerDied, judge_tally
@@ -27,7 +27,7 @@ from evalharness.records.measures import RequestTally, ScenarioResult, TaskScore
 from evalharness.records.run import CellResult
 from evalharness.runner.cellstate import CellRun, CellStopped
 from evalharness.runner.progress import Progress
-from evalharness.runner.speedloop import measure_scenario
+from evalharness.runner.speedloop import measure_scenario, measure_sweep
 from evalharness.serving.engines import Engine
 
 
@@ -37,37 +37,48 @@ def throughput_phase(matrix: Matrix, engine: Engine, state: CellRun, progress: P
     (runner/speedloop.py); `reference`: the reference's finished record (None: every planned repeat runs)."""
     assert matrix.throughput is not None
     state.phase = "throughput"
-    plan = state.plan
     for scenario in matrix.throughput.scenarios:
-        state.enter(f"throughput:{scenario.name}", progress)
-        client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
-                            timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
-                            tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after,
-                            prompts=load_source(scenario.prompts), extra_body=engine.load_request_extras)
-        before: dict[str, Any] = {}
-        log_from = [0]
+        measure_one(matrix, engine, state, progress, alive, scenario, reference, is_reference)
+    if matrix.throughput.sweep is not None:
+        measure_sweep(matrix.throughput.sweep, matrix.report.operating_point,
+                      lambda step: measure_one(matrix, engine, state, progress, alive, step, reference, is_reference))
 
-        def read_counters() -> None:
-            # after the warm-up: the engine's before/after delta (and SGLang's flush) covers the measured requests only
-            with httpx.Client(timeout=10.0) as http:
-                before.update(engine.before_load(http, plan))
-            log_from[0] = log_size(state.log_path)  # the engine's own log lines of the measured requests start here
 
-        theirs = next((s for s in (reference.throughput if reference else []) if s.name == scenario.name), None)
-        result = measure_scenario(client, scenario, state.cell_dir, after_warmup=read_counters, reference=theirs,
-                                  is_reference=is_reference,
-                                  watch_host=engine.name != "external" and matrix.throughput.watch_host)
-        state.throughput.append(result)
-        if not alive():
-            raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
+def measure_one(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, alive, scenario: Scenario,
+                reference: CellResult | None, is_reference: bool) -> ScenarioResult:
+    """One scenario (or sweep step) in full: its repeats, the engine's counters around them, its requests judged."""
+    assert matrix.throughput is not None
+    plan = state.plan
+    state.enter(f"throughput:{scenario.name}", progress)
+    client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
+                        timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
+                        tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after,
+                        prompts=load_source(scenario.prompts), extra_body=engine.load_request_extras)
+    before: dict[str, Any] = {}
+    log_from = [0]
+
+    def read_counters() -> None:
+        # after the warm-up: the engine's before/after delta (and SGLang's flush) covers the measured requests only
         with httpx.Client(timeout=10.0) as http:
-            result.engine = engine.after_load(http, plan, before)
-        result.engine.update(acceptance_crosscheck(result.engine, result.request_spec, result.completed))
-        result.engine.update(server_vs_client(engine.scenario_log_summary(read_log_from(state.log_path, log_from[0])),
-                                              result.output_tok_s, decode_share(result)))
-        failed = sum(result.errors.values())
-        judge_requests(matrix, state, f"throughput {scenario.name}", RequestTally(
-            requests=result.requests, failed=failed, kinds=dict(result.errors), hung=client.hung), alive)
+            before.update(engine.before_load(http, plan))
+        log_from[0] = log_size(state.log_path)  # the engine's own log lines of the measured requests start here
+
+    theirs = next((s for s in (reference.throughput if reference else []) if s.name == scenario.name), None)
+    result = measure_scenario(client, scenario, state.cell_dir, after_warmup=read_counters, reference=theirs,
+                              is_reference=is_reference,
+                              watch_host=engine.name != "external" and matrix.throughput.watch_host)
+    state.throughput.append(result)
+    if not alive():
+        raise ServerDied(f"the server exited during throughput scenario {scenario.name}")
+    with httpx.Client(timeout=10.0) as http:
+        result.engine = engine.after_load(http, plan, before)
+    result.engine.update(acceptance_crosscheck(result.engine, result.request_spec, result.completed))
+    result.engine.update(server_vs_client(engine.scenario_log_summary(read_log_from(state.log_path, log_from[0])),
+                                          result.output_tok_s, decode_share(result)))
+    failed = sum(result.errors.values())
+    judge_requests(matrix, state, f"throughput {scenario.name}", RequestTally(
+        requests=result.requests, failed=failed, kinds=dict(result.errors), hung=client.hung), alive)
+    return result
 
 
 def log_size(path: Path) -> int:
@@ -227,7 +238,7 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
     run_quality(
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
         include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
-        include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=matrix.quality_concurrency(),
+        include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=quality.concurrency,
         limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
         retries=quality.retries, done=state.quality,
         per_task=lambda task: {**quality.settings_for(task),

@@ -8,30 +8,7 @@ from itertools import combinations
 from typing import Any
 
 from evalharness.matrix.schema import Cell, ClusterSection
-from evalharness.records.run import RunResult
-
-# the launch flags whose product is the GPUs one server uses (vLLM's long and short names, SGLang's)
-PARALLEL_FLAGS = (
-    ("--tensor-parallel-size", "-tp", "--tp-size", "--tp"),
-    ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp"),
-    ("--data-parallel-size", "-dp", "--dp-size", "--dp"),
-)
-
-
-def parallel_gpus(args: dict[str, Any]) -> int:
-    """GPUs a server launched with these args uses: tensor x pipeline x data parallel sizes (1 where absent)."""
-    total = 1
-    for names in PARALLEL_FLAGS:
-        for name in names:
-            value = args.get(name)
-            if value not in (None, False, True):
-                try:
-                    total *= max(int(value), 1)
-                except (TypeError, ValueError):
-                    pass
-                break
-    return total
-
+from evalharness.records.run import RunResult, parallel_gpus  # noqa: F401  (re-exported)
 
 def cell_demand(cell: Cell, cluster: ClusterSection) -> dict[str, float]:
     """The Ray resources one cell's task asks for: GPUs (cluster.gpus_per_cell, else the cell's parallel sizes) and

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from evalharness.analysis.speed import Side, decided, set_aside, side_of, speedup
-from evalharness.matrix.schema import Scenario
+from evalharness.matrix.schema import OperatingPointSpec, Scenario, SweepSection
 from evalharness.phases.throughput.client import LoadClient, combine_repeats, measure_repeat
 from evalharness.phases.throughput.sse import RequestRecord
 from evalharness.phases.throughput.stats import judge_stalls, request_latencies, stream_stalls, summarize
@@ -143,3 +143,36 @@ def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, 
     result.repeat_plan = [low, high] if low < high else None
     result.stopped = stopped
     return result
+
+
+def saturation(previous: ScenarioResult, current: ScenarioResult, gain: float) -> str | None:
+    """Why a load sweep stops at `current` (pure): its output tok/s grew less than `gain` over the step before while
+    its median end-to-end latency grew more (the load waits, in the queue or in a slower batch, instead of turning
+    into tokens). None: more load still brings more tokens, or the latency did not grow (noise, not saturation)."""
+    before, after = previous.e2e_s.p50, current.e2e_s.p50
+    if previous.output_tok_s <= 0 or current.output_tok_s <= 0 or not before or not after:
+        return None
+    grew, slower = current.output_tok_s / previous.output_tok_s - 1, after / before - 1
+    if grew >= gain or slower <= gain:
+        return None
+    load = lambda sc: f"c={sc.concurrency}" if sc.concurrency else f"{sc.request_rate:g}/s"  # noqa: E731
+    return (f"saturated: output tok/s grew {grew:+.0%} from {load(previous)} to {load(current)} "
+            f"({previous.output_tok_s:.1f} to {current.output_tok_s:.1f}) while the median request's end-to-end "
+            f"latency grew {slower:+.0%}")
+
+
+def measure_sweep(sweep: SweepSection, point: OperatingPointSpec | None,
+                  measure: Callable[[Scenario], ScenarioResult]) -> list[ScenarioResult]:
+    """A load sweep's steps in order, each measured by `measure` (its repeats until decided), stopping after the
+    first step that shows saturation, never before the operating point's load."""
+    out: list[ScenarioResult] = []
+    for scenario in sweep.steps():
+        result = measure(scenario)
+        below_point = point is not None and ((point.concurrency or 0) > (scenario.concurrency or 0)
+                                             or (point.request_rate or 0) > (scenario.request_rate or 0))
+        why = None if not out or below_point else saturation(out[-1], result, sweep.saturation_gain)
+        out.append(result)
+        if why:
+            result.stopped = f"{result.stopped}; the sweep's last step, {why}" if result.stopped else why
+            break
+    return out

@@ -1,0 +1,125 @@
+"""The report's "Speed by load" section (issue 38): the operating point and SLO every speed decision read, each
+cell's load sweep step by step (output tok/s with its interval, tok/s per user, latency percentiles with their
+order-statistic intervals, goodput, the speed rule against the reference at the same step), the crossovers, why each
+sweep stopped, and the concurrency each phase ran at. Pure: a RunResult in, Markdown lines out; reads records and
+analysis only.
+"""
+
+from __future__ import annotations
+
+import math
+
+from evalharness.analysis.goodput import COLUMN, Target, percentile_figure, step_slo
+from evalharness.analysis.operating import crossover, figure_of, kept_indices, mean_interval, step_verdicts, steps_of
+from evalharness.analysis.pareto import chosen_point, curves
+from evalharness.analysis.speed import side_of
+from evalharness.records.measures import ScenarioResult
+from evalharness.records.run import RunResult
+from evalharness.render.markdown import markdown_table, md_text
+
+# latency columns where the matrix has no SLO: the percentiles users quote, with their intervals
+PLAIN_TARGETS = (Target("ttft", 90, math.inf), Target("tpot", 90, math.inf))
+
+
+def _load(sc: ScenarioResult) -> str:
+    return f"c={sc.concurrency}" if sc.concurrency else f"{sc.request_rate:g}/s"
+
+
+def _latency_text(sc: ScenarioResult, kept: list[int], targets: tuple[Target, ...]) -> list[str]:
+    rows = [row for i in kept if i < len(sc.repeat_figures) for row in sc.repeat_figures[i].per_request]
+    if not rows:
+        return [""] * len(targets)
+    return [percentile_figure([float(r[COLUMN[t.metric]]) for r in rows if r[COLUMN[t.metric]] is not None],
+                              t).text() for t in targets]
+
+
+def _step_row(run: RunResult, cid: str, sc: ScenarioResult, reference: dict[str, ScenarioResult],
+              targets: tuple[Target, ...], verdicts: dict[str, str]) -> list[str]:
+    kept = kept_indices(sc)
+    rates = side_of(sc).rates
+    low, high = mean_interval([rates[i] for i in kept])
+    tok = f"{sc.output_tok_s:.1f}" + (f" [{low:.1f}–{high:.1f}]" if low is not None and high is not None else "")
+    per_user = "" if sc.request_decode_tok_s.p50 is None else f"{sc.request_decode_tok_s.p50:.1f}"
+    cells = [f"`{cid}`" + (" (reference)" if cid == run.reference else ""), _load(sc), f"{len(kept)}/{len(rates)}",
+             tok, per_user, *_latency_text(sc, kept, targets or PLAIN_TARGETS)]
+    if targets:
+        slo = step_slo(sc, targets, kept)
+        cells += ["", "", "", ""] if slo is None else [
+            "meets" if slo.met else "**misses**", f"{slo.good}/{slo.total}", f"{slo.goodput_rps:.2f}",
+            f"{figure_of(sc, targets).value:.1f}"]
+    if cid == run.reference:
+        cells.append("1.00x")
+    else:
+        cells.append(verdicts.get(sc.name, "" if sc.name in reference else "the reference did not reach this load"))
+    return cells
+
+
+def phases_line(run: RunResult) -> str:
+    """At which concurrency each phase sent its requests (the accuracy side and the speed side at the same load,
+    or not, said plainly)."""
+    matrix = run.meta.matrix
+    probes = (matrix.get("probes") or {}).get("concurrency")
+    quality = (matrix.get("quality") or {}).get("concurrency")
+    loads = sorted({s.concurrency for c in run.cells.values() for s in c.throughput if s.concurrency})
+    rates = sorted({s.request_rate for c in run.cells.values() for s in c.throughput if s.request_rate})
+    point = chosen_point(run)
+    parts = []
+    if probes:
+        parts.append(f"garbage probes {probes} at a time")
+    if quality:
+        same = point.concurrency == quality
+        parts.append(f"quality tasks {quality} concurrent requests"
+                     + (" (the operating point's load)" if same else
+                        f" (not the operating point's {point.concurrency}: quality.concurrency sets it)"
+                        if point.concurrency else ""))
+    if loads or rates:
+        parts.append("throughput at " + ", ".join([f"c={c}" for c in loads] + [f"{r:g}/s" for r in rates]))
+    return ("Phases ran at: " + "; ".join(parts) + ".") if parts else ""
+
+
+def load_section(run: RunResult) -> list[str]:
+    point = chosen_point(run)
+    lines = curves(run)
+    reference = run.cells.get(run.reference)
+    phases = phases_line(run)
+    if not lines or reference is None:
+        return ["## Speed by load", "", phases, ""] if phases and point.kind != "scenario" else []
+    targets = point.targets
+    out = ["## Speed by load", "",
+           f"Operating point: {md_text(point.words())}: the front, 'vs reference', screening and the "
+           f"recommendation read each cell's {md_text(point.unit)} there (the speed rule, docs/speed.md)."]
+    if targets:
+        out += ["", "A request is good when it meets every target of the SLO; goodput counts good requests (and "
+                "their output tokens) per second of the repeat. A step meets the SLO when each target's percentile "
+                "over its requests is within it. Percentiles carry a distribution-free 90% interval from order "
+                "statistics: with few requests a high percentile is the slowest request, and its interval is open "
+                "above."]
+    out += ["", "![throughput per GPU against tokens/s per user, one curve per cell](curves.png)", ""]
+    header = ["cell", "load", "repeats kept", "output tok/s [90%]", "tok/s per user (median)",
+              *(f"{t.words()}" if math.isfinite(t.max_s) else f"p{t.percentile:g} {t.metric.upper()}"
+                for t in (targets or PLAIN_TARGETS))]
+    if targets:
+        header += ["SLO", "good requests", "goodput req/s", "goodput tok/s"]
+    header.append("vs reference at this load")
+    rows, notes = [], []
+    ref_steps = {s.name: s for s in steps_of(reference.throughput, point)}
+    for curve in lines:
+        cell = run.cells[curve.cell]
+        steps = steps_of(cell.throughput, point)
+        verdicts = step_verdicts(cell.throughput, reference.throughput, point) if curve.cell != run.reference else []
+        by_step = {f"{point.sweep}-" + (f"c{v.concurrency}" if v.concurrency else
+                                        f"r{v.request_rate:g}".replace(".", "_")): v.verdict.text() for v in verdicts}
+        # every cell of these rows is the harness's own text (numbers, the rule's words, names of NAME_PATTERN)
+        rows += [_step_row(run, curve.cell, sc, ref_steps, targets, by_step) for sc in steps]
+        turn = crossover(verdicts)
+        if turn:
+            notes.append(f"- `{md_text(curve.cell)}` wins at one load and loses at another: {md_text(turn)}.")
+        if curve.stopped and "saturated" in curve.stopped:
+            notes.append(f"- `{md_text(curve.cell)}`'s sweep stopped at {_load(steps[-1])}: "
+                         f"{md_text(curve.stopped[curve.stopped.index('saturated'):])}.")
+    out += [markdown_table(header, rows), ""]
+    if notes:
+        out += notes + [""]
+    if phases:
+        out += [phases, ""]
+    return out

@@ -1,0 +1,195 @@
+"""Issue 38: speed at the operating point. A load sweep, SLOs and goodput, and the decisions (front, 'vs reference',
+screening, the recommendation, the report) read at the operating point, so a cell that wins for one user at a time
+and loses at eight is judged where it will be served."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from evalharness.analysis.goodput import Target, is_good, percentile_figure, repeat_goodput, step_slo
+from evalharness.analysis.operating import crossover, operating_point, step_verdicts
+from evalharness.analysis.pareto import pareto, vs_reference
+from evalharness.analysis.recommend import recommend
+from evalharness.matrix.schema import Matrix
+from evalharness.phases.throughput.sse import RequestRecord
+from evalharness.phases.throughput.stats import request_latencies
+from evalharness.records.measures import Percentiles, RepeatFigures, ScenarioResult
+from evalharness.render.report import render_markdown, summary_markdown
+from evalharness.runner.cellphases import screening
+from evalharness.runner.speedloop import measure_sweep, saturation
+from tests.unit.sweep_runs import cell, step, sweep_run
+
+SLO = {"tpot": {"percentile": 90, "max_ms": 90}}
+
+
+def _crossing_run(point) -> object:
+    """`spec` is 1.5x faster than the reference for one stream and misses the SLO at eight (the story's NEXTN)."""
+    ref = cell("ref", [step(1, [30, 31, 29], tpot_s=0.033), step(4, [70, 72, 69], tpot_s=0.05),
+                       step(8, [100, 102, 98], tpot_s=0.08)], outcome=None)
+    spec = cell("spec", [step(1, [45, 46, 44], tpot_s=0.022), step(4, [70, 71, 70], tpot_s=0.05),
+                         step(8, [70, 72, 69], tpot_s=0.085)])
+    return sweep_run([ref, spec], concurrency=[1, 4, 8], slo=SLO, operating_point=point)
+
+
+def test_a_cell_faster_at_one_and_slower_at_eight_is_judged_at_the_operating_point():
+    """Done when: the front, the recommendation and the report change with the operating point."""
+    at_one, at_eight = _crossing_run({"concurrency": 1}), _crossing_run({"concurrency": 8})
+    assert recommend(at_one).cell == "spec"
+    assert vs_reference(at_one, "spec").outcome == "faster"
+    assert {p.cell for p in pareto(at_one).points if p.on_front} == {"spec"}
+    assert recommend(at_eight).cell is None
+    assert vs_reference(at_eight, "spec").outcome == "slower"
+    assert {p.cell for p in pareto(at_eight).points if p.on_front} == {"ref"}
+    one, eight = render_markdown(at_one), render_markdown(at_eight)
+    assert one.splitlines()[4].startswith("at p90 TPOT ≤ 90 ms, concurrency 1: **Recommendation: `spec`**")
+    assert eight.splitlines()[4].startswith("at p90 TPOT ≤ 90 ms, concurrency 8: **No recommendation**")
+    # both reports say it turns, with the loads between which it does
+    for text in (one, eight):
+        assert "`spec` wins at one load and loses at another: faster at c=1" in text
+        assert "slower at c=8" in text and "it turns between c=1 and c=8" in text
+    assert "goodput tok/s at p90 TPOT ≤ 90 ms, concurrency 8" in summary_markdown(at_eight)
+
+
+def test_the_most_goodput_under_the_slo_reads_each_cell_at_its_own_load():
+    run = _crossing_run("max_goodput")
+    points = {p.cell: p for p in pareto(run).points}
+    assert points["ref"].at == "load-c8" and points["spec"].at == "load-c4"  # spec misses the SLO at 8
+    assert vs_reference(run, "spec").outcome == "slower"
+    assert "(its `load-c4` against the reference's `load-c8`)" not in render_markdown(run)  # no recommendation
+    assert "each cell at its load with the most goodput under the SLO: **No recommendation**" in render_markdown(run)
+
+
+def test_screening_reads_the_operating_point():
+    """A cell credibly slower at the operating load is screened even though it is faster for one stream."""
+    run = _crossing_run({"concurrency": 8})
+    matrix = Matrix.model_validate({"name": "m", "engine": "vllm", "model": "x", "quality": {"tasks": ["t"]},
+                                    "throughput": {"sweep": {"concurrency": [1, 4, 8]}},
+                                    "report": {"slo": SLO, "operating_point": {"concurrency": 8}}})
+    why = screening(matrix, run.cells["spec"], run.cells["ref"])
+    assert why and why.startswith("not faster than the reference at p90 TPOT ≤ 90 ms, concurrency 8")
+    at_one = matrix.model_copy(update={"report": matrix.report.model_copy(
+        update={"operating_point": matrix.report.operating_point.model_copy(update={"concurrency": 1})})})
+    assert screening(at_one, run.cells["spec"], run.cells["ref"]) is None
+
+
+def _record(start: float, ttft: float, gaps: list[float], ok: bool = True) -> RequestRecord:
+    """A stream as the load client records it: arrival times of its chunks, one token each."""
+    times = [start + ttft]
+    for gap in gaps:
+        times.append(times[-1] + gap)
+    return RequestRecord(start=start, end=times[-1], ok=ok, ttft=ttft, chunk_times=times,
+                         chunk_tokens=[1] * len(times), completion_tokens=len(times))
+
+
+def test_goodput_agrees_with_a_hand_count_of_requests_meeting_the_slo():
+    records = [
+        _record(0.0, 0.20, [0.05] * 9),   # TTFT 0.2, TPOT 0.05: good
+        _record(0.0, 0.90, [0.05] * 9),   # TTFT 0.9: misses TTFT
+        _record(0.1, 0.30, [0.12] * 9),   # TPOT 0.12: misses TPOT
+        _record(0.2, 0.25, [0.04] * 19),  # good, 20 tokens
+        _record(0.3, 0.0, [], ok=False),  # failed: never good
+    ]
+    rows = request_latencies(records)
+    assert rows[0][:2] == [0.2, pytest.approx(0.05)] and rows[4] == [None, None, None, 0]
+    targets = (Target("ttft", 90, 0.5), Target("tpot", 90, 0.1))
+    # by hand: requests 0 and 3 meet both targets; 10 + 20 tokens; the repeat lasted 2.0 s
+    figures = RepeatFigures(tok_s=1, seconds=2.0, requests=5, completed=4, per_request=rows)
+    assert [is_good(r, targets) for r in rows] == [True, False, False, True, False]
+    assert repeat_goodput(figures, targets) == (pytest.approx(1.0), pytest.approx(15.0))
+    p = Percentiles()
+    sc = ScenarioResult(name="load-c4", concurrency=4, input_len=8, output_len=20, requests=5, completed=4,
+                        duration_s=2, output_tokens=50, output_tok_s=25, request_decode_tok_s=p, ttft_s=p, tpot_s=p,
+                        itl_s=p, e2e_s=p, repeat_figures=[figures])
+    slo = step_slo(sc, targets)
+    assert (slo.good, slo.total, slo.goodput_rps, slo.goodput_tok_s) == (2, 5, pytest.approx(1.0), pytest.approx(15))
+    assert not slo.met  # p90 of TTFT over five requests (the failed one beyond every target) is above 0.5 s
+
+
+def test_a_high_percentile_of_few_requests_says_its_interval_is_open():
+    """'a p99 from 100 requests is the slowest request; say so': the interval is scipy's order-statistic one."""
+    values = list(np.linspace(0.01, 0.1, 100))
+    figure = percentile_figure(values, Target("tpot", 99, 0.2))
+    assert figure.high is None and "100 requests cannot bound a p99 above" in figure.text()
+    ci = stats.quantile_test(np.asarray(values), p=0.99).confidence_interval(0.9)
+    assert figure.low == pytest.approx(ci.low)
+    median = percentile_figure(values, Target("tpot", 50, 0.2))
+    assert median.low is not None and median.high is not None and median.low < median.value < median.high
+
+
+def _plain(name: str, concurrency: int, tok_s: float, e2e: float) -> ScenarioResult:
+    p = Percentiles(p50=e2e)
+    return ScenarioResult(name=name, concurrency=concurrency, input_len=8, output_len=8, requests=1, completed=1,
+                          duration_s=1, output_tokens=8, output_tok_s=tok_s, request_decode_tok_s=Percentiles(),
+                          ttft_s=Percentiles(), tpot_s=Percentiles(), itl_s=Percentiles(), e2e_s=p)
+
+
+def test_saturation_is_throughput_that_stops_growing_while_latency_does():
+    assert saturation(_plain("a", 4, 100, 1.0), _plain("b", 8, 104, 1.9), 0.1).startswith(
+        "saturated: output tok/s grew +4% from c=4 to c=8")
+    assert saturation(_plain("a", 4, 100, 1.0), _plain("b", 8, 150, 1.3), 0.1) is None  # still growing
+    assert saturation(_plain("a", 4, 100, 1.0), _plain("b", 8, 101, 1.02), 0.1) is None  # latency flat: noise
+
+
+def test_the_sweep_stops_at_saturation_but_never_before_the_operating_load():
+    sweep = Matrix.model_validate({"name": "m", "engine": "vllm", "model": "x", "throughput": {"sweep": {
+        "concurrency": [1, 2, 4, 8, 16]}}}).throughput.sweep
+    curve = {1: (20, 1.0), 2: (38, 1.05), 4: (40, 2.0), 8: (41, 4.0), 16: (41, 8.0)}  # saturates at 4
+    measured: list[int] = []
+
+    def measure(scenario):
+        measured.append(scenario.concurrency)
+        return _plain(scenario.name, scenario.concurrency, *curve[scenario.concurrency])
+
+    steps = measure_sweep(sweep, None, measure)
+    assert measured == [1, 2, 4] and "saturated" in steps[-1].stopped
+    measured.clear()
+    point = Matrix.model_validate({"name": "m", "engine": "vllm", "model": "x", "throughput": {"sweep": {
+        "concurrency": [1, 2, 4, 8, 16]}}, "report": {"operating_point": {"concurrency": 8}}}).report.operating_point
+    measure_sweep(sweep, point, measure)
+    assert measured == [1, 2, 4, 8]
+
+
+def test_crossover_words_name_the_loads_between_which_a_cell_turns():
+    run = _crossing_run({"concurrency": 1})
+    verdicts = step_verdicts(run.cells["spec"].throughput, run.cells["ref"].throughput, operating_point(
+        run.meta.matrix))
+    assert [v.verdict.outcome for v in verdicts] == ["faster", "equal", "slower"]
+    assert crossover(verdicts).endswith("it turns between c=1 and c=8")
+    assert crossover(verdicts[:2]) is None
+
+
+@pytest.mark.parametrize("bad, says", [
+    ({"throughput": {"sweep": {"concurrency": [8, 4]}}}, "the sweep's loads must increase"),
+    ({"throughput": {"sweep": {"concurrency": [1], "scenario": {"concurrency": 3}}}}, "scenario.concurrency"),
+    ({"throughput": {"sweep": {"concurrency": [1, 2]}}, "report": {"operating_point": {"concurrency": 4}}},
+     "no scenario or sweep step runs at concurrency 4"),
+    ({"throughput": {"sweep": {"concurrency": [1, 2]}}, "report": {"operating_point": "max_goodput"}},
+     "max_goodput needs report.slo"),
+    ({"throughput": {"scenarios": [{"name": "s", "concurrency": 1}]}, "report": {
+        "slo": SLO, "operating_point": "max_goodput"}}, "max_goodput needs throughput.sweep"),
+    ({"report": {"slo": {"itl": {"max_ms": 50}}}}, "report.slo.itl"),
+])
+def test_a_bad_sweep_or_slo_is_refused_with_the_key(bad, says):
+    with pytest.raises(ValueError) as caught:
+        Matrix.model_validate({"name": "m", "engine": "vllm", "model": "x", **bad})
+    assert says in str(caught.value)
+
+
+def test_quality_runs_at_the_operating_concurrency_unless_the_matrix_says_otherwise():
+    base = {"name": "m", "engine": "vllm", "model": "x", "throughput": {"sweep": {"concurrency": [1, 8]}},
+            "report": {"operating_point": {"concurrency": 8}}}
+    assert Matrix.model_validate({**base, "quality": {"tasks": ["t"]}}).quality.concurrency == 8
+    assert Matrix.model_validate({**base, "quality": {"tasks": ["t"], "concurrency": 2}}).quality.concurrency == 2
+    text = render_markdown(_crossing_run({"concurrency": 8}))
+    assert "Phases ran at: throughput at c=1, c=4, c=8." in text
+
+
+def test_without_an_operating_point_the_single_stream_scenario_decides_as_before():
+    point = operating_point({"throughput": {"scenarios": [{"name": "batch", "concurrency": 8},
+                                                          {"name": "single", "concurrency": 1}]}})
+    assert (point.kind, point.scenario, point.words()) == ("scenario", "single", "in single")
+    assert math.isinf(Target("tpot", 90, math.inf).max_s)
