@@ -22,6 +22,7 @@ from typing import Literal
 
 from evalharness.analysis.goodput import StepSlo, Target, slo_words, step_slo, targets_of
 from evalharness.analysis.speed import Side, SpeedVerdict, set_aside, side_of, speedup
+from evalharness.matrix.throughput import SweepSection
 from evalharness.records.measures import ScenarioResult
 
 Kind = Literal["scenario", "load", "max_goodput"]
@@ -81,12 +82,7 @@ def operating_point(matrix: dict) -> OperatingPoint:
 
 def sweep_steps_names(sweep: dict) -> list[str]:
     """The step names a sweep (as results.json keeps it) measures, in order."""
-    if not sweep:
-        return []
-    name = sweep.get("name", "load")
-    if sweep.get("concurrency"):
-        return [f"{name}-c{int(c)}" for c in sweep["concurrency"]]
-    return [f"{name}-r{r:g}".replace(".", "_") for r in sweep.get("request_rate") or []]
+    return [step.name for step in SweepSection.model_validate(sweep).steps()] if sweep else []
 
 
 @dataclass(frozen=True)

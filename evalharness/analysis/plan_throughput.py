@@ -4,10 +4,10 @@ stopping once the speed rule decides), the output tokens of a repeat and, where 
 the totals for the reference, one cell and every cell of the matrix. Pure: the matrix as the dict results.json keeps
 and optionally a previous run's record in, a ThroughputPlan out; render/plan.py writes it beside the quality plan.
 
-It reads the matrix as a dict, so it expands the sweep's steps itself, exactly as matrix/throughput.py
-`SweepSection.steps()` does (tests/unit/test_plan.py holds the two together), and the runner's rule for where a
-sweep may stop (runner/cellphases.py `throughput_phase`: at saturation, never before the operating point's load).
-It must not import phases, serving or runner (tests/unit/test_layout.py): analysis reads records and matrix dicts.
+The sweep's steps come from the matrix's own schema (matrix/throughput.py `ThroughputSection.all_scenarios()`, the
+one expansion the runner measures), and where a sweep may stop follows the runner's rule (runner/speedloop.py
+`measure_sweep`: at saturation, never before the operating point's load). It must not import phases, serving or
+runner (tests/unit/test_layout.py).
 
 Times are never guessed: a step's time per repeat comes from a previous run's reference (`--from`), its record of
 the same scenario name, else its scenario of the nearest load; without one the time is unknown and only the
@@ -21,14 +21,9 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel
 
+from evalharness.matrix.throughput import Scenario, ThroughputSection
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import RunResult
-
-# a scenario's defaults (matrix/throughput.py `Scenario`) where the sweep's shared keys leave them out
-DEFAULT_OUTPUT_LEN = 128
-DEFAULT_WARMUP = 1
-DEFAULT_REMEASURE = 2
-
 
 class StepPrice(BaseModel):
     """One scenario or sweep step: what a repeat of it sends and, where known, how long it takes."""
@@ -40,12 +35,12 @@ class StepPrice(BaseModel):
     requests: int | None = None  # per repeat; None: bound by duration_s alone
     requests_at_most: bool = False  # duration_s may end a repeat before its requests
     duration_s: float | None = None  # the scenario's own time bound of a repeat
-    output_len: int = DEFAULT_OUTPUT_LEN
+    output_len: int
     output_tokens: int | None = None  # per repeat: requests x output_len
     tokens_at_most: bool = False  # ignore_eos off (a request may end early) or requests at most
     repeats: tuple[int, int] = (1, 1)  # (min, max): the reference measures max, a cell min to max
-    warmup: int = DEFAULT_WARMUP
-    remeasure: int = DEFAULT_REMEASURE
+    warmup: int
+    remeasure: int
     seconds: float | None = None  # per repeat, estimated
     seconds_source: str | None = None
 
@@ -73,51 +68,24 @@ class ThroughputPlan(BaseModel):
     notes: list[str] = []
 
 
-def _repeats(value: Any) -> tuple[int, int]:
-    if value is None:
-        return 1, 1
-    if isinstance(value, Mapping):
-        return int(value.get("min", 2)), int(value.get("max", 6))  # RepeatRange's defaults
-    return int(value), int(value)
-
-
-def sweep_steps(sweep: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The sweep's steps as scenario dicts (name, load, requests and the shared keys), in the sweep's order: what
-    `SweepSection.steps()` makes, without the matrix layer."""
-    name = sweep.get("name") or "load"
-    shared = dict(sweep.get("scenario") or {})
-    out = []
-    per_stream, seconds = int(sweep.get("requests_per_stream") or 2), float(sweep.get("step_seconds") or 20)
-    for i, load in enumerate(sweep.get("concurrency") or sweep.get("request_rate") or []):
-        if sweep.get("concurrency"):
-            step = {"name": f"{name}-c{int(load)}", "concurrency": int(load), "requests": int(load) * per_stream}
-        else:
-            step = {"name": f"{name}-r{load:g}".replace(".", "_"), "request_rate": float(load),
-                    "requests": max(4, round(load * seconds))}
-        warm = {"warmup_requests": 0} if i else {}  # the engine is warm from the step before
-        out.append({**shared, **step, **warm})
-    return out
-
-
-def _price(scenario: Mapping[str, Any], sweep_step: bool) -> StepPrice:
-    requests, duration = scenario.get("requests"), scenario.get("duration_s")
+def _price(scenario: Scenario, sweep_step: bool) -> StepPrice:
+    requests, duration = scenario.requests, scenario.duration_s
     if requests is None and duration is None:  # phases/throughput/client.py `measure_repeat`'s default
-        requests = max(8, 4 * int(scenario.get("concurrency") or 1))
-    output_len = int(scenario.get("output_len") or DEFAULT_OUTPUT_LEN)
-    step = StepPrice(name=str(scenario["name"]), sweep_step=sweep_step, concurrency=scenario.get("concurrency"),
-                     request_rate=scenario.get("request_rate"), requests=requests,
+        requests = max(8, 4 * (scenario.concurrency or 1))
+    step = StepPrice(name=scenario.name, sweep_step=sweep_step, concurrency=scenario.concurrency,
+                     request_rate=scenario.request_rate, requests=requests,
                      requests_at_most=requests is not None and duration is not None, duration_s=duration,
-                     output_len=output_len, repeats=_repeats(scenario.get("repeats")),
-                     warmup=int(scenario.get("warmup_requests", DEFAULT_WARMUP)),
-                     remeasure=int(scenario.get("remeasure", DEFAULT_REMEASURE)))
+                     output_len=scenario.output_len, repeats=scenario.repeat_plan(),
+                     warmup=scenario.warmup_requests, remeasure=scenario.remeasure)
     if requests is not None:
-        step.output_tokens = requests * output_len
-        step.tokens_at_most = step.requests_at_most or scenario.get("ignore_eos") is False
+        step.output_tokens = requests * scenario.output_len
+        step.tokens_at_most = step.requests_at_most or not scenario.ignore_eos
     return step
 
 
 def _nearest(records: list[ScenarioResult], step: StepPrice) -> ScenarioResult | None:
-    """The reference's record of the nearest load of the same kind (concurrency to concurrency, rate to rate)."""
+    """The reference's record of the nearest load (by ratio) of the same kind: concurrency to concurrency, rate to
+    rate."""
     if step.concurrency is not None:
         same = [(r, r.concurrency, step.concurrency) for r in records if r.concurrency]
     else:
@@ -125,7 +93,8 @@ def _nearest(records: list[ScenarioResult], step: StepPrice) -> ScenarioResult |
     same = [s for s in same if s[0].output_tok_s > 0]
     if not same:
         return None
-    return min(same, key=lambda s: abs(math.log(s[1] / s[2])))[0]
+    # a tie goes to the lower load: its tok/s is rarely above the higher one's, so the time is not understated
+    return min(same, key=lambda s: (abs(math.log(s[1] / s[2])), s[1]))[0]
 
 
 def _time(step: StepPrice, records: list[ScenarioResult]) -> None:
@@ -157,7 +126,7 @@ def _add(totals: Totals, step: StepPrice, repeats: int, times: int = 1) -> None:
 
 def _earliest_stop(steps: list[StepPrice], point: Mapping[str, Any] | None) -> str | None:
     """The first step after which saturation may end a sweep: the runner compares a step with the one before and
-    never stops below the operating point's load (runner/cellphases.py `throughput_phase`)."""
+    never stops below the operating point's load (runner/speedloop.py `measure_sweep`)."""
     point = point or {}
     for i, step in enumerate(steps):
         below = ((point.get("concurrency") or 0) > (step.concurrency or 0)
@@ -171,13 +140,13 @@ def price_throughput(matrix: Mapping[str, Any], cells: int, previous: RunResult 
                      previous_name: str | None = None) -> ThroughputPlan | None:
     """The throughput phase's price; None when the matrix has no throughput section. `cells`: the cells compared
     with the reference (as the quality plan counts them); `previous`: a run whose reference gives the times."""
-    section = matrix.get("throughput")
-    if not section:
+    if not matrix.get("throughput"):
         return None
+    section = ThroughputSection.model_validate(matrix["throughput"])
     plan = ThroughputPlan(cells=cells)
-    plan.steps = [_price(s, False) for s in section.get("scenarios") or []]
-    sweep = section.get("sweep")
-    swept = [_price(s, True) for s in sweep_steps(sweep)] if sweep else []
+    plan.steps = [_price(s, False) for s in section.scenarios]
+    sweep = section.sweep
+    swept = [_price(s, True) for s in sweep.steps()] if sweep else []
     plan.steps += swept
     reference = previous.cells.get(previous.reference) if previous is not None else None
     records = list(reference.throughput) if reference is not None else []
@@ -200,7 +169,7 @@ def price_throughput(matrix: Mapping[str, Any], cells: int, previous: RunResult 
     plan.earliest_stop = _earliest_stop(swept, (matrix.get("report") or {}).get("operating_point")) if swept else None
     if plan.earliest_stop:
         plan.notes.append(f"saturation can stop a sweep after {plan.earliest_stop} (a step that adds less than "
-                          f"{float(sweep.get('saturation_gain', 0.1)):.0%} output tok/s while its latency grows; never "
+                          f"{sweep.saturation_gain:.0%} output tok/s while its latency grows; never "
                           "before the operating point's load), the reference's as a cell's: the sweep's figures are "
                           "at most")
     if any(s.remeasure for s in plan.steps):
@@ -208,8 +177,8 @@ def price_throughput(matrix: Mapping[str, Any], cells: int, previous: RunResult 
                           f"{max(s.remeasure for s in plan.steps)} here): not counted above")
     warmup = sum(s.warmup for s in plan.steps)
     if warmup:
-        plan.notes.append(f"plus {warmup} warm-up request(s) in each cell and the reference, before each scenario's "
-                          "first repeat: not counted above")
+        plan.notes.append(f"plus {warmup} warm-up request(s) in each cell and the reference (before a scenario's "
+                          "first repeat; a sweep's at its first step only): not counted above")
     if plan.unknown_requests:
         plan.notes.append(f"{', '.join(plan.unknown_requests)}: bound by duration_s alone, requests unknown before a "
                           "run: not counted in the requests")

@@ -11,11 +11,12 @@ import math
 
 from evalharness.analysis.goodput import COLUMN, Target, percentile_figure, step_slo
 from evalharness.analysis.operating import crossover, figure_of, kept_indices, mean_interval, step_verdicts, steps_of
-from evalharness.analysis.pareto import chosen_point, curves
+from evalharness.analysis.pareto import cell_figure, chosen_point, curves
 from evalharness.analysis.speed import side_of
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
+from evalharness.render.throughput import tok_s_text
 
 # latency columns where the matrix has no SLO: the percentiles users quote, with their intervals
 PLAIN_TARGETS = (Target("ttft", 90, math.inf), Target("tpot", 90, math.inf))
@@ -54,11 +55,27 @@ def _step_row(run: RunResult, cid: str, sc: ScenarioResult, reference: dict[str,
     return cells
 
 
+def figure_text(run: RunResult, cid: str) -> str:
+    """A cell's figure at the operating point with its repeats' range, the step it was read at where cells read
+    their own (the most goodput under the SLO), and whether it meets the SLO there."""
+    figure = cell_figure(run, cid)
+    if figure is None:
+        return ""
+    text = tok_s_text(figure.value, figure.range())
+    point = chosen_point(run)
+    if point.kind == "max_goodput":
+        text += f" at {md_text(figure.scenario)}" if figure.scenario else " (meets the SLO at no load measured)"
+    elif figure.meets is False:
+        text += " (**misses the SLO**)"
+    return text
+
+
 def phases_line(run: RunResult) -> str:
     """At which concurrency each phase sent its requests (the accuracy side and the speed side at the same load,
     or not, said plainly)."""
     matrix = run.meta.matrix
-    probes = (matrix.get("probes") or {}).get("concurrency")
+    probes = (matrix.get("probes") or {}).get("concurrency") if (matrix.get("probes") or {}).get("enabled", True) \
+        else None
     quality = (matrix.get("quality") or {}).get("concurrency")
     loads = sorted({s.concurrency for c in run.cells.values() for s in c.throughput if s.concurrency})
     rates = sorted({s.request_rate for c in run.cells.values() for s in c.throughput if s.request_rate})

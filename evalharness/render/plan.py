@@ -65,11 +65,12 @@ def throughput_lines(tp: ThroughputPlan | None) -> list[str]:
     swept = any(s.sweep_step for s in tp.steps)
     lines = ["Throughput: the reference measures every scenario repeats.max times, a cell from repeats.min to "
              "repeats.max (stopping once the speed rule decides; docs/speed.md)", "", throughput_table(tp), ""]
-    known = tp.all_max.minutes is not None
-    lines.append(f"- throughput totals: reference {_totals(tp.reference, swept)}; one cell {_span(tp.cell_min, tp.cell_max)}; "
-                 f"the reference and its {tp.cells} cell(s) {_span(tp.all_min, tp.all_max)}" + ("" if known else
-                                                   "; time unknown: give a previous run (--from RUN)"
-                                                   if tp.previous is None else "; time partly unknown"))
+    unknown = "" if tp.all_max.minutes is not None else \
+        "; time unknown: give a previous run (--from RUN)" if tp.previous is None else \
+        "; time unknown: some step's 'time from' is unknown"
+    lines.append(f"- throughput totals: reference {_totals(tp.reference, swept)}; one cell "
+                 f"{_span(tp.cell_min, tp.cell_max)}; the reference and its {tp.cells} cell(s) "
+                 f"{_span(tp.all_min, tp.all_max)}{unknown}")
     if tp.previous:
         lines.append(f"- throughput times: from {tp.previous}; the engine's start and the pauses between repeats are "
                      "not counted")

@@ -7,14 +7,14 @@ phases, serving, the runner or the command line.
 
 from __future__ import annotations
 
-from evalharness.analysis.pareto import cell_figure, chosen_point, pareto, vs_reference
+from evalharness.analysis.pareto import pareto, vs_reference
 from evalharness.analysis.speed import FLOOR
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, other_kind
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.drift import drift_section, interval_text, verdict_text
-from evalharness.render.load import load_section
+from evalharness.render.load import figure_text, load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.numerics import kl_text, numerics_section
 from evalharness.render.quality import quality_section
@@ -128,7 +128,7 @@ def pareto_section(run: RunResult) -> list[str]:
         rows.append([
             f"`{cid}`",
             "**yes**" if point and point.on_front else ("no" if point else ""),
-            "" if tp is None else _figure_text(run, cid),
+            "" if tp is None else figure_text(run, cid),
             "" if tp is None or ref_tp is None else vs_reference_text(run, cid)
             + (" (other machine)" if other_kind(run, cid) else ""),
             verdict, acc, p_text, flips, agree, dist_text, same_text,
@@ -159,21 +159,6 @@ def pareto_section(run: RunResult) -> list[str]:
         out += [f"- `{c.id}`: **{c.status}** at {md_text(c.phase)}: {md_text(c.reason or '', 300)}" for c in failed]
         out.append("")
     return out
-
-
-def _figure_text(run: RunResult, cid: str) -> str:
-    """A cell's figure at the operating point with its repeats' range, the step it was read at where cells read
-    their own (the most goodput under the SLO), and whether it meets the SLO there."""
-    figure = cell_figure(run, cid)
-    if figure is None:
-        return ""
-    text = tok_s_text(figure.value, figure.range())
-    point = chosen_point(run)
-    if point.kind == "max_goodput":
-        text += f" at {md_text(figure.scenario)}" if figure.scenario else " (meets the SLO at no load measured)"
-    elif figure.meets is False:
-        text += " (**misses the SLO**)"
-    return text
 
 
 def _noise_note(chart) -> str:

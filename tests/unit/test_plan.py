@@ -291,3 +291,105 @@ def test_a_resumed_cell_goes_on_after_its_last_finished_repeat(tmp_path, monkeyp
     assert ran == [1234] and again == first and first.value == 0.5
     quality.run_task("t", {**spec, "limit": 5}, tmp_path / "t", tmp_path, lambda: True, 0, 10)
     assert ran == [1234, 1234]  # other settings: run again
+
+
+SWEPT = {"name": "swept", "engine": "vllm", "model": "x", "axes": {"dtype": {"a": {}, "b": {}, "c": {}}},
+         "reference": {"dtype": "a"}, "quality": {"tasks": ["t"]},
+         "throughput": {"sweep": {"concurrency": [1, 2, 4, 8], "requests_per_stream": 2,
+                                  "scenario": {"output_len": 64, "repeats": {"min": 2, "max": 4}}}}}
+
+
+def _swept_plan(matrix: dict = SWEPT, previous=None):
+    from evalharness.matrix.schema import Matrix
+
+    return make_plan(Matrix.model_validate(matrix).model_dump(mode="json"), cells=3, previous=previous)
+
+
+def _step_record(name: str, concurrency: int, tok_s: float):
+    from evalharness.records.measures import Percentiles, ScenarioResult
+
+    p = Percentiles()
+    return ScenarioResult(name=name, concurrency=concurrency, input_len=8, output_len=64, requests=8, completed=8,
+                          duration_s=9.0, output_tokens=512, output_tok_s=tok_s, request_decode_tok_s=p, ttft_s=p,
+                          tpot_s=p, itl_s=p, e2e_s=p)
+
+
+def test_plan_prices_a_load_sweep_steps_times_repeats_times_requests():
+    from evalharness.render.plan import plan_text
+
+    plan = _swept_plan()
+    tp = plan.throughput
+    assert [s.name for s in tp.steps] == ["load-c1", "load-c2", "load-c4", "load-c8"]
+    assert [s.requests for s in tp.steps] == [2, 4, 8, 16] and all(s.repeats == (2, 4) for s in tp.steps)
+    assert [s.output_tokens for s in tp.steps] == [128, 256, 512, 1024]
+    assert plan.cells == 2 and tp.cells == 2  # three cells: the reference and two compared with it
+    assert tp.reference.requests == 2 * 4 * (1 + 2 + 4 + 8) == 120 and tp.reference.tokens == 120 * 64
+    assert (tp.cell_min.requests, tp.cell_max.requests) == (2 * 2 * 15, 120)
+    assert (tp.all_min.requests, tp.all_max.requests) == (120 + 2 * 60, 120 + 2 * 120)
+    # no previous run: no time is guessed, the requests and tokens are still priced
+    assert all(s.seconds is None for s in tp.steps) and tp.reference.minutes is None and tp.all_max.minutes is None
+    text = plan_text(plan)
+    assert "| load-c4 (sweep) | c4 | 8 | 512 | 4 / 2–4 | 32 | 16–32 | ? | unknown |" in text
+    assert ("throughput totals: reference at most 120 requests; one cell 60 to at most 120 requests; the reference "
+            "and its 2 cell(s) 240 to at most 360 requests; time unknown: give a previous run (--from RUN)") in text
+    assert "saturation can stop a sweep after load-c2" in text  # no operating point: the second step on
+    point = _swept_plan({**SWEPT, "report": {"operating_point": {"concurrency": 4}}})
+    assert point.throughput.earliest_stop == "load-c4"  # never before the operating point's load
+
+
+def test_the_sweeps_times_follow_from_the_previous_runs_tok_s(tmp_path, capsys):
+    from evalharness.records.io import save_run
+    from evalharness.render.plan import plan_text
+
+    run = _run_with(tmp_path, {"ref": [], "x": []})
+    # the reference measured load-c1 and load-c8 only: c2 is priced at c1's rate, c4 at c8's (the nearest loads)
+    run.cells["ref"].throughput = [_step_record("load-c1", 1, 100.0), _step_record("load-c8", 8, 400.0)]
+    save_run(run, tmp_path)
+    tp = _swept_plan(previous=(run, tmp_path)).throughput
+    assert [s.seconds for s in tp.steps] == pytest.approx([128 / 100, 256 / 100, 512 / 400, 1024 / 400])
+    assert tp.steps[0].seconds_source == "its own 100.0 tok/s"
+    assert tp.steps[1].seconds_source.startswith("nearest: load-c1 (c1") and "load-c8" in tp.steps[2].seconds_source
+    one_pass = 128 / 100 + 256 / 100 + 512 / 400 + 1024 / 400  # every step once: 7.68 s
+    assert tp.reference.minutes == pytest.approx(4 * one_pass / 60)
+    assert (tp.cell_min.minutes, tp.cell_max.minutes) == pytest.approx((2 * one_pass / 60, 4 * one_pass / 60))
+    assert tp.all_max.minutes == pytest.approx((4 + 2 * 4) * one_pass / 60)
+    assert "one cell 60 to at most 120 requests, 0.3 to at most 0.5 min" in plan_text(_swept_plan(
+        previous=(run, tmp_path)))
+    # the command reads the same run (--from) and prints the table with the times
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(json.dumps(SWEPT))
+    assert main(["plan", "--matrix", str(matrix), "--from", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| load-c2 (sweep) | c2 | 4 | 256 | 4 / 2–4 | 16 | 8–16 | 2.6 s | nearest: load-c1 (c1, 100.0 tok/s) |" \
+        in out
+    assert f"- throughput times: from the reference of {tmp_path}" in out
+
+
+def test_a_matrix_without_throughput_prices_nothing_and_says_so():
+    from evalharness.render.plan import plan_text
+
+    plan = make_plan(SM120_LIKE, cells=24, tok_s=2000.0)
+    assert plan.throughput is None
+    assert "Throughput: the matrix has no throughput section: nothing to price" in plan_text(plan)
+
+
+def test_the_plans_sweep_steps_are_the_matrix_layers_own():
+    """The plan prices the steps the runner measures: the same names, loads, requests, lengths and repeats as
+    SweepSection.steps() (a matrix kept as results.json keeps it, validated again)."""
+    from evalharness.matrix.schema import Matrix
+
+    for sweep in ({"concurrency": [1, 3], "requests_per_stream": 3, "scenario": {"repeats": 3, "output_len": 16,
+                                                                    "warmup_requests": 2, "remeasure": 1}},
+                  {"name": "rate", "request_rate": [0.1, 0.5, 2.0], "step_seconds": 10},
+                  {"concurrency": [2]}):
+        matrix = Matrix.model_validate({**SWEPT, "throughput": {
+            "scenarios": [{"name": "s", "concurrency": 2, "duration_s": 5, "ignore_eos": False}], "sweep": sweep}})
+        own = matrix.throughput.all_scenarios()
+        priced = make_plan(matrix.model_dump(mode="json"), cells=3).throughput.steps
+        assert [(s.name, s.concurrency, s.request_rate, s.output_len, s.repeat_plan(), s.warmup_requests,
+                 s.remeasure) for s in own] == \
+            [(p.name, p.concurrency, p.request_rate, p.output_len, p.repeats, p.warmup, p.remeasure) for p in priced]
+        assert [s.requests for s in own[1:]] == [p.requests for p in priced[1:]]
+    # the duration-bound scenario: its time is its duration, its requests unknown and left out of the totals
+    assert priced[0].requests is None and priced[0].seconds == 5 and priced[0].name in \
+        make_plan(matrix.model_dump(mode="json"), cells=3).throughput.unknown_requests
