@@ -16,7 +16,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from evalharness.analysis.operating import (
-    CellFigure, Curve, OperatingPoint, curve_of, figure_at, operating_point, verdict_between)
+    CellFigure, Curve, OperatingPoint, curve_of, figure_at, operating_point, resolve, verdict_between)
 from evalharness.analysis.speed import Side, SpeedVerdict, speedup
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import CellResult, RunResult, parallel_gpus
@@ -92,8 +92,9 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
 
 
 def chosen_point(run: RunResult) -> OperatingPoint:
-    """Where the run's decisions read speed (analysis/operating.py)."""
-    return operating_point(run.meta.matrix)
+    """Where the run's decisions read speed (analysis/operating.py; max_goodput resolved to the reference's load)."""
+    reference = run.cells.get(run.reference)
+    return resolve(operating_point(run.meta.matrix), reference.throughput if reference else [])
 
 
 def scenario_throughput(cell: CellResult | None, scenario: str | None) -> float | None:

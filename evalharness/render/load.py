@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from evalharness.analysis.goodput import COLUMN, Target, percentile_figure, step_slo
-from evalharness.analysis.operating import crossover, figure_of, kept_indices, mean_interval, step_verdicts, steps_of
+from evalharness.analysis.operating import (
+    crossover, figure_of, kept_indices, mean_interval, reach, step_verdicts, steps_of)
 from evalharness.analysis.pareto import cell_figure, chosen_point, curves
 from evalharness.analysis.speed import side_of
 from evalharness.records.measures import ScenarioResult
@@ -120,6 +121,7 @@ def load_section(run: RunResult) -> list[str]:
     header.append("vs reference at this load")
     rows, notes = [], []
     ref_steps = {s.name: s for s in steps_of(reference.throughput, point)}
+    ref_reach = reach(reference.throughput, point)
     for curve in lines:
         cell = run.cells[curve.cell]
         steps = steps_of(cell.throughput, point)
@@ -128,6 +130,10 @@ def load_section(run: RunResult) -> list[str]:
                                         f"r{v.request_rate:g}".replace(".", "_")): v.verdict.text() for v in verdicts}
         # every cell of these rows is the harness's own text (numbers, the rule's words, names of NAME_PATTERN)
         rows += [_step_row(run, curve.cell, sc, ref_steps, targets, by_step) for sc in steps]
+        reached = reach(cell.throughput, point)
+        if reached and curve.cell != run.reference:
+            notes.append(f"- `{md_text(curve.cell)}` meets the SLO up to {reached} of the loads measured (the "
+                         f"reference up to {ref_reach}): how far its capacity reaches, beside the decision.")
         turn = crossover(verdicts)
         if turn:
             notes.append(f"- `{md_text(curve.cell)}` wins at one load and loses at another: {md_text(turn)}.")

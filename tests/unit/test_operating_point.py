@@ -54,13 +54,20 @@ def test_a_cell_faster_at_one_and_slower_at_eight_is_judged_at_the_operating_poi
     assert "goodput tok/s at p90 TPOT ≤ 90 ms, concurrency 8" in summary_markdown(at_eight)
 
 
-def test_the_most_goodput_under_the_slo_reads_each_cell_at_its_own_load():
+def test_the_most_goodput_under_the_slo_is_the_reference_s_load_and_every_cell_is_read_there():
     run = _crossing_run("max_goodput")
     points = {p.cell: p for p in pareto(run).points}
-    assert points["ref"].at == "load-c8" and points["spec"].at == "load-c4"  # spec misses the SLO at 8
-    assert vs_reference(run, "spec").outcome == "slower"
-    assert "(its `load-c4` against the reference's `load-c8`)" not in render_markdown(run)  # no recommendation
-    assert "each cell at its load with the most goodput under the SLO: **No recommendation**" in render_markdown(run)
+    assert points["ref"].at == points["spec"].at == "load-c8"  # the reference meets the SLO at 8, its best
+    assert points["spec"].meets is True and vs_reference(run, "spec").outcome == "slower"  # 70 against 100 tok/s
+    text = render_markdown(run)
+    assert ("at p90 TPOT ≤ 90 ms, concurrency 8 (where the reference serves the most goodput under the SLO): "
+            "**No recommendation**") in text
+    assert "`spec` meets the SLO up to c=8 of the loads measured (the reference up to c=8)" in text
+    # where the reference meets the SLO nowhere, its lowest load is read, and the words say so
+    strict = _crossing_run("max_goodput")
+    strict.meta.matrix["report"]["slo"] = {"tpot": {"percentile": 90, "max_ms": 10}}
+    assert pareto(strict).point_words.endswith("concurrency 1 (the reference meets the SLO at no load measured: "
+                                               "its lowest is read)")
 
 
 def test_screening_reads_the_operating_point():
