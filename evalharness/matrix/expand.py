@@ -39,6 +39,8 @@ def measured_settings(matrix: Matrix, args: dict[str, Any], env: dict[str, str])
     for section, keys in NOT_MEASURED_IN.items():
         if data.get(section):
             data[section] = {k: v for k, v in data[section].items() if k not in keys}
+    if matrix.report.operating_point is not None:  # a sweep never stops below the operating load: it decides steps
+        data["operating_point"] = matrix.report.operating_point.model_dump(mode="json")
     return {**data, "args": args, "env": env, "scoring_version": evalharness.SCORING_VERSION}
 
 

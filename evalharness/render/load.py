@@ -118,7 +118,7 @@ def load_section(run: RunResult) -> list[str]:
                 for t in (targets or PLAIN_TARGETS))]
     if targets:
         header += ["SLO", "good requests", "goodput req/s", "goodput tok/s"]
-    header.append("vs reference at this load")
+    header.append("output tok/s vs reference at this load")
     rows, notes = [], []
     ref_steps = {s.name: s for s in steps_of(reference.throughput, point)}
     ref_reach = reach(reference.throughput, point)

@@ -15,7 +15,7 @@ from evalharness.records.run import RunResult
 def write_plot(run: RunResult, path: Path) -> bool:
     """A scatter of throughput against drift, the front joined by a line; False when there is nothing to draw."""
     chart = pareto(run)
-    points, scenario, measure = chart.points, chart.scenario, chart.measure
+    points, measure = chart.points, chart.measure
     if not points:
         return False
     import matplotlib
@@ -41,7 +41,7 @@ def write_plot(run: RunResult, path: Path) -> bool:
         # cells of similar speed and drift would print their labels over each other: stagger them
         ax.annotate(label, (p.throughput, p.drift), textcoords="offset points", xytext=(5, 5 + 11 * (rank % 3)),
                     fontsize=7)
-    ax.set_xlabel(f"output tokens/s ({scenario})")
+    ax.set_xlabel(_wrapped(chart.axis))
     ax.set_ylabel("accuracy drop vs reference" if measure == "accuracy" else "mean KL divergence vs reference")
     return _finish(fig, ax, f"{run.meta.matrix_name}: throughput against drift (lower right is better)", path)
 
@@ -73,7 +73,7 @@ def write_compare_plot(base: RunResult, head: RunResult, path: Path) -> bool:
     for cid in (c for c in before if c not in after):
         ax.annotate(f"{cid} (base only)", (before[cid].throughput, before[cid].drift), textcoords="offset points",
                     xytext=(5, -10), fontsize=7, color="#777777")
-    ax.set_xlabel(f"output tokens/s ({chart.scenario})")
+    ax.set_xlabel(_wrapped(chart.axis))
     ax.set_ylabel("accuracy drop vs the run's reference" if chart.measure == "accuracy"
                   else "mean KL divergence vs the run's reference")
     return _finish(fig, ax, f"{head.meta.matrix_name}: base -> head (lower right is better)", path)
@@ -153,3 +153,10 @@ def _save(fig, ax, title: str, path: Path) -> bool:
 
     plt.close(fig)
     return True
+
+
+def _wrapped(words: str, width: int = 90) -> str:
+    """An axis label that fits under the chart (an SLO's words are long)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(words, width))

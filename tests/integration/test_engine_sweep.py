@@ -13,7 +13,7 @@ from tests.integration.conftest import behind_proxy, engine_processes, matrix_ya
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
 
 CAPPED = "{args: {--dtype: float32, --max-num-seqs: 2}}"
-SWEEP = ("throughput: {watch_host: false, sweep: {concurrency: [1, 2, 4, 8, 16], requests_per_stream: 2, "
+SWEEP = ("throughput: {watch_host: false, sweep: {concurrency: [1, 2, 4, 8, 16], requests_per_stream: 1, "
          "saturation_gain: 0.1, scenario: {api: chat, prompts: natural, output_len: 16, repeats: 2}}}\n")
 # targets loose enough that the real engine meets them on any machine: the SLO's arithmetic is the unit tests'
 REPORT = ("report: {slo: {ttft: {percentile: 90, max_ms: 60000}, tpot: {percentile: 90, max_ms: 5000}}, "
@@ -61,8 +61,9 @@ def test_the_report_reads_speed_at_the_operating_point_with_one_curve_per_cell(s
     assert "## Speed by load" in report and "(curves.png)" in report
     assert (out / "curves.png").stat().st_size > 10_000
     line = next(line for line in report.splitlines() if "ecommendation" in line)
-    assert line.startswith("at p90 TTFT ≤ 60000 ms and p90 TPOT ≤ 5000 ms, each cell at its load with the most "
-                           "goodput under the SLO:"), line
+    # the loose SLO is met everywhere: the reference's most goodput is at a load past its first, named in the line
+    assert line.startswith("at p90 TTFT ≤ 60000 ms and p90 TPOT ≤ 5000 ms, concurrency ") and \
+        "(where the reference serves the most goodput under the SLO):" in line, line
     # past two streams the capped engine serves less than the reference at the same load: the rule says so there
     rows = [row for row in report.splitlines() if row.startswith("| `cell-capped` | c=4 |")]
     assert rows and "slower" in rows[0], rows
