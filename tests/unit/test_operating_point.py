@@ -4,7 +4,9 @@ and loses at eight is judged where it will be served."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,13 +16,13 @@ from evalharness.analysis.goodput import Target, is_good, percentile_figure, rep
 from evalharness.analysis.operating import crossover, operating_point, step_verdicts
 from evalharness.analysis.pareto import pareto, vs_reference
 from evalharness.analysis.recommend import recommend
-from evalharness.matrix.schema import Matrix
+from evalharness.matrix.schema import Matrix, Scenario
 from evalharness.phases.throughput.sse import RequestRecord
 from evalharness.phases.throughput.stats import request_latencies
 from evalharness.records.measures import Percentiles, RepeatFigures, ScenarioResult
 from evalharness.render.report import render_markdown, summary_markdown
 from evalharness.runner.cellphases import screening
-from evalharness.runner.speedloop import measure_sweep, saturation
+from evalharness.runner.speedloop import judge_repeat, measure_sweep, saturation
 from tests.unit.sweep_runs import cell, step, sweep_run
 
 SLO = {"tpot": {"percentile": 90, "max_ms": 90}}
@@ -200,3 +202,22 @@ def test_without_an_operating_point_the_single_stream_scenario_decides_as_before
                                                           {"name": "single", "concurrency": 1}]}})
     assert (point.kind, point.scenario, point.words()) == ("scenario", "single", "in single")
     assert math.isinf(Target("tpot", 90, math.inf).max_s)
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "stream-load-c16-repeat.json"
+
+
+@pytest.mark.parametrize("ttft_ms, tpot_ms", [(1000, 100), (1200, 100), (1200, 80)])
+def test_goodput_agrees_with_a_hand_count_on_a_recorded_stream(ttft_ms, tpot_ms):
+    """One repeat the real engine streamed (16 streams), counted by hand with vLLM bench's own definitions (TTFT as
+    recorded, TPOT = (latency - TTFT) / (output tokens - 1)), against the harness's path from records to goodput."""
+    records = [RequestRecord(**r) for r in json.loads(RECORDED.read_text())["records"]]
+    seconds = max(r.end for r in records) - min(r.start for r in records)
+    good = [r for r in records if r.ok and r.ttft <= ttft_ms / 1000
+            and (r.end - r.start - r.ttft) / (r.completion_tokens - 1) <= tpot_ms / 1000]
+    targets = (Target("ttft", 90, ttft_ms / 1000), Target("tpot", 90, tpot_ms / 1000))
+    figures = judge_repeat(Scenario(name="load-c16", concurrency=16, output_len=64), records, None)
+    assert repeat_goodput(figures, targets) == (pytest.approx(len(good) / seconds, rel=1e-3),
+                                                pytest.approx(sum(r.completion_tokens for r in good) / seconds,
+                                                              rel=1e-3))
+    assert 0 < len(good) <= len(records) == 16
