@@ -133,7 +133,7 @@ def write_curves_plot(run: RunResult, path: Path) -> bool:
     ax.set_ylabel(CURVE_Y_LABEL + " (bars: 90% interval)")
     point = pareto(run).point_words
     title = f"{run.meta.matrix_name}: throughput per GPU against interactivity (upper right is better)"
-    return _save(fig, ax, title + (f"\noperating point: {point}" if point else ""), path)
+    return _save(fig, ax, title + (f"\n{_wrapped('operating point: ' + point, 100)}" if point else ""), path)
 
 
 def _finish(fig, ax, title: str, path: Path) -> bool:
@@ -145,7 +145,7 @@ def _finish(fig, ax, title: str, path: Path) -> bool:
 
 def _save(fig, ax, title: str, path: Path) -> bool:
     """What every chart ends with: title, legend, the file written."""
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)

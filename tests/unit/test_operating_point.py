@@ -221,3 +221,15 @@ def test_goodput_agrees_with_a_hand_count_on_a_recorded_stream(ttft_ms, tpot_ms)
                                                 pytest.approx(sum(r.completion_tokens for r in good) / seconds,
                                                               rel=1e-3))
     assert 0 < len(good) <= len(records) == 16
+
+
+def test_the_benchmark_shows_one_load_holds_the_false_alarms_that_each_side_at_its_best_raised():
+    """benchmarks/operating_point.py's borderline regime at 200 runs: the rule's false 'faster' within 5%, the
+    replaced rule's several times higher."""
+    from benchmarks import operating_point as bench
+
+    borderline = {"ttft": {"percentile": 90, "max_ms": 1250 * math.exp(1.2816 * 0.30)},
+                  "tpot": {"percentile": 90, "max_ms": 100}}
+    tally = bench.decisions(bench.DEMO, {}, borderline, "max_goodput", 200, seed=3)
+    ours, replaced = tally.counts["faster"] / tally.n, tally.counts["own best: faster"] / tally.n
+    assert ours <= 0.05 and replaced >= 0.10 and replaced > 3 * max(ours, 0.01), (ours, replaced)
