@@ -31,14 +31,9 @@ from typing import Literal, Mapping, Sequence
 from scipy.stats import norm
 
 from evalharness.analysis.stats import PairedEvidence
+from evalharness.matrix.quality import default_looks  # noqa: F401  (the looks' one definition; benchmarks use it here)
 
 Stop = Literal["equivalent", "worse"]
-
-
-def default_looks(repeats: int) -> list[int]:
-    """The repeats after which a cell looks: 1, a quarter, a half and all of its planned repeats (one look when it
-    runs once)."""
-    return sorted({1, max(1, math.ceil(repeats / 4)), max(1, math.ceil(repeats / 2)), repeats})
 
 
 def spent(alpha: float, fraction: float) -> float:

@@ -14,7 +14,8 @@ from evalharness.analysis.drift import task_evidence
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
 from evalharness.analysis.operating import operating_point, verdict_between
 from evalharness.analysis.speed import FLOOR
-from evalharness.analysis.sequential import decide_look, default_looks, look_levels, screened
+from evalharness.analysis.sequential import decide_look, look_levels, screened
+from evalharness.matrix.quality import default_looks
 from evalharness.matrix.schema import Matrix, Scenario
 from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes
 from evalharness.phases.quality import SHIPPED_TASKS, run_quality
@@ -193,8 +194,10 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
     state.phase = "quality"
     is_reference = state.cell.id == reference_id
     against = None if is_reference else reference
-    looks = {task: quality.looks or default_looks(quality.repeats_for(task, reference=is_reference))
-             for task in quality.tasks}
+    # the reference never looks (it runs every repeat for every cell); a cell looks where the matrix says, the looks
+    # ending at its planned repeats (validated: matrix/quality.py)
+    looks = {task: default_looks(quality.repeats_for(task, reference=True)) if is_reference
+             else quality.looks_for(task) for task in quality.tasks}
     state.screened = screening(matrix, state, against)
     # a task that runs once has one look of repeats: screened, its first look is a batch of its documents instead
     by_documents = {task for task, v in looks.items() if v == [1]} if state.screened else set()
