@@ -101,6 +101,12 @@ def apply_decision(drift: TaskDrift, decision: TaskDecision, margin: float) -> N
     drift.ci_low, drift.ci_high = -decision.drop_high + 0.0, -decision.drop_low + 0.0  # of delta = -drop
     drift.p_worse, drift.p_worse_adjusted = decision.p_worse, decision.p_worse_adjusted
     drift.settle_factor = decision.settle_factor
+    # the interval is the one the decision used: 1 - 2 x the alpha it was tested at (a task stopped at a sequential
+    # look is tested at what that look spent, so its interval is wider than 90%: issue 37 found 91.1-99.97% printed
+    # as 90%)
+    drift.confidence = 1 - 2 * decision.level
+    drift.level = decision.level
+    drift.p_equivalent = decision.p_equivalent
 
 
 def pooled(drift: CellDrift, evidence: Mapping[str, PairedEvidence], weights: Mapping[str, float] | None) -> None:

@@ -54,7 +54,15 @@ class TaskDecision:
     drop_high: float
     p_worse: float  # one-sided p of H0 "drop <= margin", before adjustment
     p_worse_adjusted: float
-    settle_factor: float | None  # inconclusive: how many times the samples would settle it (None: cannot)
+    settle_factor: float | None  # inconclusive: how many times both sides' samples would settle it (None: cannot)
+    level: float = DEFAULT_ALPHA  # the alpha the outcome was tested at: the interval is 1 - 2 level
+    p_equivalent: float = 1.0  # TOST's p-value (the larger of the two one-sided tests), before any adjustment
+
+
+def p_equivalent(evidence: PairedEvidence, margin: float) -> float:
+    """TOST's p-value for equivalence within +-margin: the larger of the one-sided p-values of "drop >= margin" and
+    "drop <= -margin"; equivalent at level a exactly when the (1 - 2a) interval lies inside (-margin, margin)."""
+    return max(evidence.p_below(margin), evidence.p_above(-margin))
 
 
 def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjusted: float,
@@ -64,27 +72,34 @@ def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjust
     worse = p_worse_adjusted < alpha
     outcome: Outcome = "worse" if worse else "equivalent" if equivalent else "inconclusive"
     return TaskDecision(outcome=outcome, noninferior=high < margin, drop_low=low, drop_high=high,
-                        p_worse=evidence.p_above(margin), p_worse_adjusted=p_worse_adjusted,
+                        p_worse=evidence.p_above(margin), p_worse_adjusted=p_worse_adjusted, level=alpha,
+                        p_equivalent=p_equivalent(evidence, margin),
                         settle_factor=None if outcome != "inconclusive" else
                         samples_to_settle(evidence, margin, alpha, family_size))
 
 
+SETTLE_POWER = 0.8  # "would settle it": the size at which the settling test succeeds with this probability
+
+
 def samples_to_settle(evidence: PairedEvidence, margin: float, alpha: float, family_size: int = 1) -> float | None:
-    """How many times the present samples (documents x repeats) would make the standard error small enough for the
-    present estimate to be called equivalent (|D| + z se < m) or, for a drop above the margin, worse (D - z' se > m,
-    z' the first Holm step's over `family_size` comparisons: the strictest it may meet); the easier of the two. None
-    when neither can happen at this estimate (it sits on the margin) or no spread is known. Assumes the standard
-    error falls as one over the square root of the samples."""
+    """By how many times both sides' samples (documents x repeats, the reference's and the cell's alike) would have
+    to grow for the present estimate, if it is the truth, to be settled with probability SETTLE_POWER (80%): called
+    equivalent (|D| + z se < m, a one-sided z of 1 - alpha per side) or, for a drop above the margin, worse
+    (D - z' se > m, z' the first Holm step's over `family_size` comparisons: the strictest it may meet); the easier
+    of the two. The standard error falls as one over the square root of the samples of both sides together; the
+    cell's samples alone cannot promise that (with the reference fixed its part of the variance stays), so the factor
+    counts both. None when neither can happen at this estimate (it sits on the margin) or no spread is known.
+    (Before issue 37 the factor put the expected bound on the margin: it settled about half the time.)"""
     se = evidence.standard_error()
     if se <= 0:
         return None
     d = evidence.estimate
-    z = float(norm.ppf(1 - alpha))
+    power_z = float(norm.ppf(SETTLE_POWER))
     goals = []
     if abs(d) < margin:
-        goals.append((margin - abs(d)) / z)
+        goals.append((margin - abs(d)) / (float(norm.ppf(1 - alpha)) + power_z))
     if d > margin:
-        goals.append((d - margin) / float(norm.ppf(1 - alpha / max(1, family_size))))
+        goals.append((d - margin) / (float(norm.ppf(1 - alpha / max(1, family_size))) + power_z))
     goals = [g for g in goals if g > 0]
     if not goals:
         return None

@@ -19,9 +19,9 @@ class TaskDrift(BaseModel):
     reference: float | None = None
     cell: float | None = None
     delta: float | None = None  # cell - reference in the metric's better direction (negative: the cell is worse)
-    ci_low: float | None = None  # delta's two-sided 90% interval: the test's one-sided 95% bounds (analysis/stats.py)
+    ci_low: float | None = None  # delta's two-sided interval at `confidence`: the test's one-sided bounds at its level
     ci_high: float | None = None
-    confidence: float = 0.9
+    confidence: float = 0.9  # 1 - 2 level: 0.9 at alpha 0.05, wider for a task stopped at an early look
     method: str | None = None  # "score" (paired 0/1: Tango's score test) or "t" (t over per-document means)
     p_value: float | None = None  # two-sided, no difference, from the same test as the interval
     exact_mcnemar_p: float | None = None  # single 0/1 samples only, beside the flips
@@ -32,7 +32,9 @@ class TaskDrift(BaseModel):
     noninferior: bool | None = None  # the drop's one-sided 95% upper bound is below the margin
     p_worse: float | None = None  # one-sided p of "drop <= margin", and Holm-adjusted over the run's comparisons
     p_worse_adjusted: float | None = None
-    settle_factor: float | None = None  # inconclusive: about this many times the samples would settle it
+    settle_factor: float | None = None  # inconclusive: this many times both sides' samples settle it with 80%
+    level: float | None = None  # the alpha the outcome was tested at (a sequential look's spent alpha, or alpha)
+    p_equivalent: float | None = None  # TOST's p-value within the margin, unadjusted (the recommendation adjusts it)
 
     @property
     def drop_upper(self) -> float | None:

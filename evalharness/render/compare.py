@@ -139,8 +139,10 @@ def compare_markdown(cmp: RunComparison) -> str:
     parts = [f"# evalharness compare: {md_text(cmp.matrix_name)}", "",
              f"Base: {md_text(cmp.base_dir)} ({md_text(cmp.base_label)}); head: {md_text(cmp.head_dir)} "
              f"({md_text(cmp.head_label)}). Accuracy Δ is head minus base over the samples both runs scored (paired by "
-             "document), with a paired-bootstrap 95% interval, an exact McNemar p-value and the flips; tok/s is head "
-             "over base, with an interval only where both runs repeated the scenario.", "", *_headline(cmp), "",
+             "document), with the interval of the test that decides it (Tango's paired score test on single 0/1 "
+             "samples, a t-test over documents on means over repeats; its confidence beside it), the flips, and the "
+             "exact McNemar p-value beside them on single samples; tok/s is head over base by the speed rule, with an "
+             "interval only where both runs repeated the scenario.", "", *_headline(cmp), "",
              "## Cells", "", *(cell_line(c) for c in _sorted(cmp)), "", _table(cmp), ""]
     if cmp.violations:
         parts += ["## Gate violations", "", *(f"- {md_text(v, 500)}" for v in cmp.violations), ""]
@@ -157,14 +159,14 @@ def _tasks(cmp: RunComparison) -> list[str]:
                 rows.append([_name(cell), md_text(t.task), "", "", "", "", "", "", md_text(t.reason or "")])
                 continue
             rows.append([_name(cell), md_text(t.task), str(t.paired), f"{t.reference:.3f}", f"{t.cell:.3f}",
-                         interval_text(t.delta, t.ci_low, t.ci_high), f"{t.p_value:.3g}",
+                         interval_text(t.delta, t.ci_low, t.ci_high, t.confidence), f"{t.p_value:.3g}",
                          f"{t.right_to_wrong} / {t.wrong_to_right}" if t.method == "score" else "",
                          f"{t.outcome or ''}; repeats {t.repeats[0]} / {t.repeats[1]}"])
     return ["## Accuracy per task, paired across the runs", "",
-            "Δ head minus base with a 90% interval; p of no difference from the same test (paired score test on "
+            "Δ head minus base with the interval its verdict was decided on and that interval's confidence; p of no difference from the same test (paired score test on "
             "single 0/1 samples, t over documents on means over repeats), before the adjustment across cells; the "
             "verdict is against the task's margin.", "",
-            markdown_table(["cell", "task", "paired", "base", "head", "Δ [90%]", "p", "flips r→w / w→r",
+            markdown_table(["cell", "task", "paired", "base", "head", "Δ [interval, confidence]", "p", "flips r→w / w→r",
                             "verdict; repeats"], rows), ""] if rows else []
 
 

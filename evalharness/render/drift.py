@@ -9,10 +9,22 @@ from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
 
 
-def interval_text(delta: float | None, low: float | None, high: float | None) -> str:
+def interval_text(delta: float | None, low: float | None, high: float | None,
+                  confidence: float | None = None) -> str:
+    """'+0.010 [-0.020, +0.030]'; with `confidence`, its level after it ('... 91.1%'), as the decision used it."""
     if delta is None:
         return ""
-    return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
+    level = "" if confidence is None else f" {confidence_text(confidence)}"
+    return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]{level}"
+
+
+def confidence_text(confidence: float) -> str:
+    """91.1%, 99.97%: enough digits that a level near 100% does not print as 100%."""
+    for digits in range(1, 6):
+        text = f"{100 * confidence:.{digits}f}"
+        if float(text) < 100 or confidence >= 1:
+            return text.rstrip("0").rstrip(".") + "%"
+    return f"{100 * confidence:.5f}%"
 
 
 def verdict_text(outcome: str | None, drop_upper: float | None, bold: bool = True) -> str:
@@ -28,8 +40,9 @@ def _settle(t) -> str:
         return ""
     if t.settle_factor is None:
         return "no sample size settles it at this estimate"
-    repeats = max(t.repeats)
-    return f"≈{t.settle_factor:.1f}× the samples (e.g. {math.ceil(repeats * t.settle_factor)} repeats) would settle it"
+    return (f"≈{t.settle_factor:.1f}× the samples on both sides (e.g. {math.ceil(t.repeats[0] * t.settle_factor)} "
+            f"reference and {math.ceil(t.repeats[1] * t.settle_factor)} cell repeats) would settle it with 80% "
+            "probability if the estimate held")
 
 
 def _method(t) -> str:
@@ -45,7 +58,7 @@ def _drift_row(label: str, t) -> list[str]:
     flips = f"{t.right_to_wrong} / {t.wrong_to_right}" if t.method == "score" else ""
     p = f"{t.p_value:.3g}" + (f" (exact McNemar {t.exact_mcnemar_p:.3g})" if t.exact_mcnemar_p is not None else "")
     return [label, md_text(t.task), str(t.paired), f"{t.reference:.3f}", f"{t.cell:.3f}",
-            interval_text(t.delta, t.ci_low, t.ci_high), "" if t.margin is None else f"±{t.margin:g}",
+            interval_text(t.delta, t.ci_low, t.ci_high, t.confidence), "" if t.margin is None else f"±{t.margin:g}",
             verdict_text(t.outcome, t.drop_upper), p, flips, md_text("; ".join(x for x in (_method(t), _settle(t)) if x))]
 
 
@@ -53,7 +66,7 @@ def drift_section(run: RunResult) -> list[str]:
     rows = []
     for noise in run.noise:
         if noise.aa is not None:
-            seeds = f"A/A: seeds {','.join(map(str, noise.seeds_a)) or '?'} vs {','.join(map(str, noise.seeds_b)) or '?'}"
+            seeds = f"A/A within one launch: seeds {','.join(map(str, noise.seeds_a)) or '?'} vs {','.join(map(str, noise.seeds_b)) or '?'}"
             rows.append(_drift_row(f"`{run.reference}` ({seeds})", noise.aa))
     for cid in run.cell_order:
         cell = run.cells.get(cid)
@@ -70,21 +83,30 @@ def drift_section(run: RunResult) -> list[str]:
     family = sum(1 for c in run.cells.values() if c.drift for t in c.drift.tasks if t.outcome is not None)
     out = ["## Drift per task", "",
            "Δ is cell minus reference in the metric's better direction, over the documents both scored, each side's "
-           "per-document mean over its repeats, with a two-sided 90% interval (its ends are the one-sided 95% "
-           "bounds). Against the task's margin m (`gate.margin`, else `gate.max_accuracy_drop`): **equivalent** when "
-           "the interval lies inside ±m; **worse** when the drop's lower bound lies above m, the test Holm-adjusted "
+           "per-document mean over its repeats, with the two-sided interval its verdict was decided on, labelled with "
+           "its confidence: 1 − 2α at the α the task was tested at (90% at α 0.05 for a fixed design; a task that "
+           "looked sequentially is tested at what its last look spent, so its interval is wider: 91.1% at the last "
+           "of the default looks, 98.9% at the third, 99.97% at the second). Against the task's margin m "
+           "(`gate.margin`, else `gate.max_accuracy_drop`): **equivalent** when the interval lies inside ±m; "
+           "**worse** when the drop's lower bound lies above m, the test Holm-adjusted "
            f"over the run's {family} task comparisons so that an unchanged matrix calls a cell worse at most alpha of "
-           "the time; otherwise **inconclusive**, with how many more samples would settle it if the estimate held. "
+           "the time; otherwise **inconclusive**, with the samples, both sides counted, that would settle it with "
+           "80% probability if the estimate held. "
            "Single 0/1 samples are tested with the paired score test (continuity-corrected, never a zero-width "
            "interval), per-document means with a t-test over documents. The p-value is the same test's, of no "
            "difference."]
     if run.noise:
-        out += ["", "The rows marked A/A compare the reference with itself: its repeats split into two disjoint halves "
-                    "of seeds, what an unchanged configuration produces at these sizes (its Δ, flips and verdict are "
-                    "the noise floor). Within-document variance across the reference's repeats: " + ", ".join(
+        out += ["", "The rows marked A/A (within one launch) compare the reference with itself: its repeats split into "
+                    "two disjoint halves of seeds, each half R/2 repeats, so the row is the answers' own noise within "
+                    "one launch at half the reference's repeats: noisier than a cell's comparison (1.15-1.41x at "
+                    "these designs), and without what relaunching an unchanged configuration adds (a cell with the "
+                    "reference's own settings measures that: `report.relaunch_reference: true` adds one, "
+                    f"`{run.reference}.relaunch`). Within-document variance across the reference's "
+                    "repeats: " + ", ".join(
                         f"{md_text(n.task)} {n.within_doc_variance:.4f} ({n.repeats} repeats, {n.documents} documents)"
                         for n in run.noise if n.within_doc_variance is not None) + "."]
-    out += ["", markdown_table(["cell", "task", "paired", "reference", "cell", "Δ [90%]", "margin", "verdict", "p",
+    out += ["", markdown_table(["cell", "task", "paired", "reference", "cell", "Δ [interval, confidence]", "margin",
+                                "verdict", "p",
                                 "flips r→w / w→r", "test; note"], rows), ""]
     return out + _screened_note(run) + _seed_note(run)
 

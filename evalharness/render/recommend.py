@@ -41,6 +41,14 @@ def _speed(rec, mark=_Markdown) -> str:
             "its last look spent, 5% over all its looks; faster: the lower bound above 1.05)")
 
 
+def _controlled(rec) -> str:
+    """What the choice controlled (analysis/recommend.py): Holm over the faster candidates' equivalence tests."""
+    among = "the one cell faster than the reference" if rec.candidates == 1 else \
+        f"the {rec.candidates} cells faster than the reference"
+    return (f"chosen among {among} with Holm's adjustment (p {rec.p_adjusted:.2g}), so the chance that the "
+            f"recommended cell is truly at or beyond a margin on some task is at most {rec.alpha:g}")
+
+
 def _point(rec, mark=_Markdown) -> str:
     """'at p90 TPOT ≤ 50 ms, concurrency 8: ' where the matrix declares an operating point or an SLO."""
     return f"{mark.text(rec.point)}: " if rec.point and not rec.point.startswith("in ") else ""
@@ -63,7 +71,7 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
         upper = f" (largest drop ≤ {rec.drop_upper:.3f})" if rec.drop_upper is not None else ""
         out = [f"{_point(rec, mark)}{mark.bold('Recommendation: ' + mark.code(rec.cell))}, {_speed(rec, mark)}, "
                "equivalent to the "
-               f"reference on every task within its margin{upper}."]
+               f"reference on every task within its margin{upper}; {_controlled(rec)}."]
         if with_command:
             out += ["", "Its launch as this run made it (the port was the run's own):", "",
                     code_block(launch_command(rec.argv, rec.env))]
@@ -77,8 +85,8 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
             else:
                 took = ("" if s.hours is None else f", about {s.hours:.1f} h" if s.hours >= 0.1 else
                         f", about {s.hours * 60:.0f} min" if s.hours * 60 >= 1 else ", under a minute")
-                parts.append(f"{mark.text(s.task)} (≈{s.factor:.1f}× the samples: {s.more_samples} more "
-                             f"{s.unit.replace(' x ', ' × ')}{took} at the speed it ran)")
+                parts.append(f"{mark.text(s.task)} (≈{s.factor:.1f}× the samples for an 80% chance: "
+                             f"{s.more_samples} more {s.unit.replace(' x ', ' × ')}{took} at the speed both ran)")
         line += (f" The fastest candidate, {mark.code(rec.candidate)} ({_speed(rec, mark)}), is inconclusive on "
                  + "; ".join(parts) + ": that would settle it.")
     return [line, ""]

@@ -3,7 +3,7 @@ per-request latencies, so goodput, the SLO, the front and the recommendation can
 
 from __future__ import annotations
 
-from evalharness.records.drift import CellDrift
+from evalharness.records.drift import CellDrift, TaskDrift
 from evalharness.records.measures import Percentiles, RepeatFigures, ScenarioResult
 from evalharness.records.run import CellResult, RunMeta, RunResult
 
@@ -35,8 +35,13 @@ def step(concurrency: int, rates: list[float], *, tpot_s: float, ttft_s: float =
 
 def cell(cid: str, steps: list[ScenarioResult], *, outcome: str | None = "equivalent",
          args: dict | None = None) -> CellResult:
-    drift = None if outcome is None else CellDrift(cell=cid, outcome=outcome, accuracy_delta=0.0, ci_low=-0.01, ci_high=0.01,
-                                                   worst_drop_upper=0.01)
+    # one task whose TOST p-value matches the outcome: equivalent well inside the margin, else not at all (the
+    # recommendation tests the candidates' equivalence as a family: analysis/recommend.py)
+    task = TaskDrift(task="t", outcome=outcome, level=0.05, p_equivalent=1e-4 if outcome == "equivalent" else 0.5,
+                     paired=100, reference=0.8, cell=0.8, delta=0.0, ci_low=-0.01, ci_high=0.01, method="t",
+                     p_value=1.0, margin=0.05)
+    drift = None if outcome is None else CellDrift(cell=cid, outcome=outcome, accuracy_delta=0.0, ci_low=-0.01,
+                                                   ci_high=0.01, worst_drop_upper=0.01, tasks=[task])
     return CellResult(id=cid, axes={}, settings_hash=cid, args=args or {}, env={}, argv=["serve", cid], status="ok",
                       phase="done", started_at="t", finished_at="t", duration_s=1, throughput=steps, drift=drift)
 

@@ -210,7 +210,7 @@ def test_the_report_shows_the_reference_a_a_row_and_its_within_document_variance
     assert noise.repeats == 3 and noise.seeds_a == [1234, 1236] and noise.seeds_b == [1235]
     assert 0.1 < noise.within_doc_variance < 0.2 and noise.aa.paired == 200 and noise.aa.outcome
     text = render_markdown(run)
-    assert "`ref` (A/A: seeds 1234,1236 vs 1235)" in text and "Within-document variance" in text
+    assert "`ref` (A/A within one launch: seeds 1234,1236 vs 1235)" in text and "Within-document variance" in text
     drift = run.cells["cell"].drift.tasks[0]
     assert drift.repeats == (3, 1) and drift.method == "t" and drift.margin == 0.1
 

@@ -104,7 +104,7 @@ def test_the_report_opens_with_the_recommendation_and_its_launch_command(tmp_pat
     assert "**Recommendation: `fast`**" in summary_markdown(run)
 
 
-def test_the_samples_that_would_settle_a_cell_are_its_own_not_the_shared_references(tmp_path):
+def test_the_samples_that_would_settle_a_cell_are_documents_both_sides_answer(tmp_path):
     base = [1.0] * 40 + [0.0] * 10
     ref = _scores(tmp_path, "ref", {"t": base}, {"t": [base]})  # the reference answers twice, the cell once
     run = _run_with(tmp_path, {"ref": ref, "fast": _scores(tmp_path, "fast", {"t": base})}, gate={"margin": 0.05},
