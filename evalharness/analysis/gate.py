@@ -30,65 +30,20 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from evalharness.analysis.baselines import GateError, make_baseline, measured_on  # noqa: F401  (the gate's callers)
 from evalharness.analysis.equivalence import decide_family, margin_for
 from evalharness.analysis.pairing import (Headline, UnpairableMetric, canonical_scores, check_prompts,
                                           pairable_aggregation, pair, side_of_values, side_scores)
-from evalharness.analysis.speed import FLOOR, Side, kept_rates, side_of, speedup
+from evalharness.analysis.speed import FLOOR, Side, side_of, speedup
 from evalharness.analysis.stats import PairedEvidence, paired_evidence
 from evalharness.records.drift import DistributionDrift
-from evalharness.records.baseline import Baseline, BaselineCell, BaselineError, BaselineTask, Thresholds
+from evalharness.records.baseline import Baseline, BaselineCell, BaselineTask, Thresholds
 from evalharness.records.measures import TaskScore
-from evalharness.records.provenance import machine_kind, now_iso
+from evalharness.records.provenance import machine_kind
 from evalharness.records.run import RunResult
 
 GateOutcome = Literal["pass", "fail", "inconclusive"]
-
-
-class GateError(BaselineError):
-    """Bad input for the gate or for `baseline save` (exit 2), like a baseline that cannot be read."""
-
-
-def measured_on(run: RunResult, cells: list[str]) -> dict:
-    """The machine that measured these cells: the Ray node of the first that records one, else the run's machine."""
-    for cid in cells:
-        if cid in run.cells and run.cells[cid].node:
-            return run.cells[cid].node
-    return run.meta.machine
-
-
-def make_baseline(run: RunResult, run_dir: Path, cells: list[str] | None, thresholds: Thresholds) -> Baseline:
-    chosen = cells or [c for c in run.cell_order if c in run.cells and run.cells[c].status == "ok"]
-    out: dict[str, BaselineCell] = {}
-    for cid in chosen:
-        if cid not in run.cells:
-            raise GateError(f"cell {cid!r} is not in the run (finished cells: {', '.join(run.cells)})")
-        cell = run.cells[cid]
-        tasks = {}
-        for score in cell.quality:
-            if score.error or not score.samples:
-                continue
-            try:
-                pairable_aggregation(score.task, score.metric, score.aggregation)
-                side = side_scores(run_dir, score)
-            except UnpairableMetric as exc:
-                raise GateError(f"cell {cid}: {exc}") from None
-            noise = [n for n in run.noise if n.task == score.task] if cid == run.reference else []
-            tasks[score.task] = BaselineTask(
-                version=score.version, metric=score.metric, value=score.value,
-                subtask_versions={k: s.version for k, s in score.subtasks.items()}, correct=side.means,
-                repeats=side.repeats, seeds=[s for s in side.seeds if s is not None],
-                weights=side.weights if side.pooled else {}, aggregation=score.aggregation, prompts=side.prompts,
-                higher_is_better=score.higher_is_better,
-                within_doc_variance=noise[0].within_doc_variance if noise else None)
-        out[cid] = BaselineCell(status=cell.status, tasks=tasks,
-                                throughput={s.name: s.output_tok_s for s in cell.throughput},
-                                throughput_repeats={s.name: kept_rates(side_of(s)) for s in cell.throughput
-                                                    if len(s.repeat_tok_s) > 1},
-                                engine_version=cell.engine_version(run.meta.engine))
-    return Baseline(created=now_iso(), matrix_name=run.meta.matrix_name, harness_version=run.meta.harness_version,
-                    engine=run.meta.engine, engine_version=run.engine_version(),
-                    lm_eval_version=run.meta.lm_eval_version, git_revision=run.meta.git_revision,
-                    machine=measured_on(run, list(out)), thresholds=thresholds, cells=out)
+TaskOutcome = Literal["pass", "fail", "inconclusive", "screened"]
 
 
 def machine_warning(run: RunResult, baseline: Baseline) -> str | None:
@@ -124,8 +79,9 @@ def gated_cells(run: RunResult, baseline: Baseline, mapping: dict[str, str]) -> 
 
 class GateTask(BaseModel):
     task: str
-    outcome: GateOutcome
+    outcome: TaskOutcome  # screened: a cell that answered a share of the documents on purpose (never a pass)
     paired: int = 0
+    total: int = 0  # the baseline's documents
     repeats: tuple[int, int] = (1, 1)  # (baseline, run)
     margin: float | None = None
     drop: float | None = None  # baseline minus run, in the metric's better direction
@@ -204,7 +160,7 @@ def evaluate(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[st
     by_cell = {c.cell: c for c in cells}
     for key, decision in decisions.items():
         task_out, evidence = pending[key], family[key][0]
-        _judge_task(by_cell[key[0]], task_out, evidence, decision, limits)
+        _judge_task(by_cell[key[0]], task_out, evidence, decision, limits, len(family))
     for out in cells:
         out.outcome = "fail" if out.violations else "inconclusive" if out.inconclusive else "pass"
     outcome: GateOutcome = ("fail" if any(c.outcome == "fail" for c in cells) else
@@ -235,12 +191,14 @@ def _judge_kld(out: GateCell, run_id: str, dist: DistributionDrift | None, max_k
             out.inconclusive.append(f"{run_id}: {text}: its interval holds max_kld {max_kld}")
 
 
-def _judge_task(out: GateCell, task: GateTask, evidence: PairedEvidence, decision, limits: Thresholds) -> None:
+def _judge_task(out: GateCell, task: GateTask, evidence: PairedEvidence, decision, limits: Thresholds,
+                family_size: int = 1) -> None:
     margin = margin_for(task.task, limits.model_dump())
     task.margin, task.drop = margin, evidence.estimate
     task.drop_low, task.drop_high = decision.drop_low, decision.drop_high
     task.p_worse_adjusted, task.settle_factor = decision.p_worse_adjusted, decision.settle_factor
-    where = (f"{out.cell}: task {task.task}: drop {evidence.estimate:+.3f} [90%: {decision.drop_low:+.3f}, "
+    where = (f"{out.cell}: task {task.task}: drop {evidence.estimate:+.3f} [{1 - 2 * limits.alpha:.0%}: "
+             f"{decision.drop_low:+.3f}, "
              f"{decision.drop_high:+.3f}] on {task.paired} documents x ({task.repeats[0]} baseline, "
              f"{task.repeats[1]} run) repeats, margin {margin}")
     failed = []
@@ -256,15 +214,39 @@ def _judge_task(out: GateCell, task: GateTask, evidence: PairedEvidence, decisio
     if failed:
         task.outcome = "fail"
         out.violations += failed
+    elif task.outcome == "screened":
+        # the share it answered cannot vouch for the documents it did not: screened, never a pass
+        task.reasons = [f"{where}: screened: the cell answered {task.paired} of the baseline's {task.total} "
+                        "documents on purpose (not faster than its reference); not shown worse on them, and the "
+                        "gate cannot vouch for the rest"]
+        out.inconclusive += task.reasons
     elif decision.noninferior:
         task.outcome = "pass"
     else:
         task.outcome = "inconclusive"
-        settle = (f"about {decision.settle_factor:.1f}x the samples would settle it" if decision.settle_factor
-                  else "at this estimate no sample size settles it")
-        task.reasons = [f"{where}: inconclusive: the upper bound is not below the margin and the lower bound not "
-                        f"above it; {settle}"]
+        task.reasons = [f"{where}: inconclusive: {inconclusive_words(decision, margin, limits.alpha, family_size)}; "
+                        f"{settle_words(decision.settle_factor)}"]
         out.inconclusive += task.reasons
+
+
+def inconclusive_words(decision, margin: float, alpha: float, family_size: int) -> str:
+    """Why a task that neither passed nor failed did neither, in words true of the interval printed beside them: the
+    interval straddles the margin, or it lies above the margin but the worse-test did not survive Holm's adjustment
+    over the gate's comparisons (the 90% interval is not adjusted; the decision is)."""
+    if decision.drop_low > margin:
+        return (f"the drop's lower bound {decision.drop_low:+.3f} is above the margin before adjustment, but not "
+                f"after Holm over the gate's {family_size} comparisons (adjusted p={decision.p_worse_adjusted:.3g}, "
+                f"not below {alpha})")
+    return (f"the interval holds the margin {margin} (its upper bound {decision.drop_high:+.3f} is not below it, its "
+            f"lower bound {decision.drop_low:+.3f} not above it)")
+
+
+def settle_words(factor: float | None) -> str:
+    """analysis/equivalence.py `samples_to_settle` in words: both sides' samples, 80% probability."""
+    if factor is None:
+        return "at this estimate no sample size settles it"
+    return (f"about {factor:.1f}x the samples would settle it with 80% probability if the estimate held (both "
+            "sides' samples: the baseline's and the run's)")
 
 
 def _throughput_violations(run_id: str, scenarios: list, base: BaselineCell,
@@ -329,15 +311,15 @@ def _task_evidence(run_id: str, task: str, expected: BaselineTask, score: TaskSc
     paired = pair(before.means, mine.means, before.weights)
     n = len(paired.keys)
     # a screened cell (not faster than its reference) answered a share of the documents on purpose: what it did
-    # not answer is not vouched for, so its verdict stays inconclusive unless that share already shows it worse
+    # not answer is not vouched for, so it is "screened" (inconclusive) unless that share already shows it worse
     screened = score.subset is not None and score.subset.fraction is not None
     out = [coverage_violation(run_id, task, n, total)] if n < total and not screened else []
     if not n:
         return out, None
     higher = expected.higher_is_better is not False
     evidence = paired_evidence(paired.before, paired.after, weights=paired.weights, higher_is_better=higher)
-    return out, (GateTask(task=task, outcome="inconclusive", paired=n, repeats=(expected.repeats, mine.repeats)),
-                 evidence)
+    return out, (GateTask(task=task, outcome="screened" if screened else "inconclusive", paired=n, total=total,
+                          repeats=(expected.repeats, mine.repeats)), evidence)
 
 
 def coverage_violation(run_id: str, task: str, paired: int, total: int) -> str:

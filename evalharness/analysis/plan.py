@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
 from evalharness.analysis.pairing import side_scores
 from evalharness.analysis.plan_throughput import ThroughputPlan, price_throughput
-from evalharness.analysis.sizing import reachable_margin, repeats_for_task, within_doc_variance
+from evalharness.analysis.sizing import certified_margin, repeats_for_task
 from evalharness.analysis.stats import paired_evidence
 from evalharness.records.run import RunResult
 
@@ -209,10 +209,11 @@ def _size(row: TaskPlan, plan: Plan, alpha: float, tasks: int) -> None:
                              "between documents exceeds it whatever the repeats; only more documents reach it")
         else:
             row.cell_repeats, row.reference_repeats = needed
-        within = within_doc_variance(row.accuracy, row.consistency)
         rc, rr = row.configured
-        row.configured_margin = reachable_margin(within, row.documents, rc, rr, alpha=alpha, power=POWER,
-                                                 cells=plan.cells, tasks=tasks)
+        # the same sizing as the needed repeats (the variance under the drop, t quantiles): the margin at which the
+        # configured design has the stated power
+        row.configured_margin = certified_margin(row.accuracy, row.consistency, row.documents, rc, rr, alpha=alpha,
+                                                 power=POWER, cells=plan.cells, tasks=tasks)
     if row.cell_repeats is not None:
         row.chains = row.documents * (plan.cells * row.cell_repeats + (row.reference_repeats or 0))
     row.hours = _hours(row, plan, row.cell_repeats, row.reference_repeats)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from evalharness import __version__
-from evalharness.cli.common import int_list
+from evalharness.cli.common import int_list, positive_float, positive_int, unit_fraction
 from evalharness.cli.runs import cmd_plan, cmd_report, cmd_run, cmd_validate
 from evalharness.cli.tools import cmd_bench, cmd_detect, cmd_diagnose
 from evalharness.cli.verdicts import cmd_baseline_save, cmd_compare, cmd_gate
@@ -33,12 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--matrix", required=True)
     plan.add_argument("--from", dest="from_run", metavar="RUN", help="a previous run folder: its reference's "
                       "documents, accuracy, within-document variance, tokens per answer and throughput")
-    plan.add_argument("--tok-s", type=float, help="output tokens/s of the quality phase (default: the previous run's)")
-    plan.add_argument("--budget-hours", type=float, help="hours of generation to spend (default quality.budget_hours)")
+    plan.add_argument("--tok-s", type=positive_float, help="output tokens/s of the quality phase (default: the previous run's)")
+    plan.add_argument("--budget-hours", type=positive_float, help="hours of generation to spend (default quality.budget_hours)")
     plan.add_argument("--documents", action="append", metavar="TASK=N", help="a task's documents (a group's limit "
                       "is per subtask: mmlu_pro=210)")
     plan.add_argument("--accuracy", action="append", metavar="TASK=X", help="a task's expected accuracy")
-    plan.add_argument("--consistency", type=float, help="the share of an answer's variance between documents "
+    plan.add_argument("--consistency", type=unit_fraction, help="the share of an answer's variance between documents "
                       "(default: measured from --from's repeats, else 0.5)")
     plan.set_defaults(func=cmd_plan)
 
@@ -67,16 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--base-url", required=True, help="as the openai client takes it, e.g. http://127.0.0.1:8000/v1")
     bench.add_argument("--model", required=True)
     bench.add_argument("--concurrency", type=int_list, default=[1], help="comma-separated, e.g. 1,8,32")
-    bench.add_argument("--requests", type=int, default=None, help="measured requests per level (default 4x concurrency, at least 8)")
-    bench.add_argument("--input-len", type=int, default=128, help="prompt words, with --prompts random only")
+    bench.add_argument("--requests", type=positive_int, default=None, help="measured requests per level (default 4x concurrency, at least 8)")
+    bench.add_argument("--input-len", type=positive_int, default=128, help="prompt words, with --prompts random only")
     bench.add_argument("--prompts", default="natural", help="natural (the shipped corpus), task:NAME, a .jsonl file, "
                        "or random (capacity figures only)")
-    bench.add_argument("--repeats", type=int, default=1, help="measure each concurrency this many times")
-    bench.add_argument("--client-processes", type=int, default=1, help="shard the streams over this many processes")
-    bench.add_argument("--output-len", type=int, default=128)
+    bench.add_argument("--repeats", type=positive_int, default=1, help="measure each concurrency this many times")
+    bench.add_argument("--client-processes", type=positive_int, default=1, help="shard the streams over this many processes")
+    bench.add_argument("--output-len", type=positive_int, default=128)
     bench.add_argument("--warmup", type=int, default=1)
     bench.add_argument("--api", choices=["completions", "chat"], default="completions")
-    bench.add_argument("--timeout", type=float, default=300.0, help="per request, seconds")
+    bench.add_argument("--timeout", type=positive_float, default=300.0, help="per request, seconds")
     bench.add_argument("--no-ignore-eos", action="store_true", help="let requests stop at EOS")
     bench.add_argument("--json", help="also write the results here")
     bench.set_defaults(func=cmd_bench)
@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     save.add_argument("dir")
     save.add_argument("--cell", action="append", help="cells to keep (default: every ok cell)")
     save.add_argument("-o", "--output", required=True)
+    save.add_argument("--merge", action="store_true", help="refresh the baseline in --output with this run's repeats: "
+                      "per task, the same documents' scores pooled over both (the run must use other seeds: "
+                      "quality.seed), so the baseline's own draw weighs less on every later gate")
     save.set_defaults(func=cmd_baseline_save)
 
     compare = sub.add_parser("compare", help="what changed between two runs of one matrix, cell by cell (exit 0, 1 "

@@ -106,6 +106,7 @@ def _plan(matrix, cells: int, previous: Path | None, tok_s: float | None = None,
 
 
 def _per_task(values: list[str] | None, kind, flag: str) -> dict:
+    """TASK=VALUE options: --documents a whole number of at least 1, --accuracy a number in (0, 1]."""
     out = {}
     for item in values or []:
         task, sep, value = item.partition("=")
@@ -115,6 +116,10 @@ def _per_task(values: list[str] | None, kind, flag: str) -> dict:
             out[task] = kind(value)
         except ValueError:
             raise ValueError(f"{flag} {item!r}: {value!r} is not a {kind.__name__}") from None
+        if kind is int and out[task] < 1:
+            raise ValueError(f"{flag} {item!r}: expected at least 1 document")
+        if kind is float and not 0 < out[task] <= 1:
+            raise ValueError(f"{flag} {item!r}: expected an accuracy above 0 and at most 1")
     return out
 
 

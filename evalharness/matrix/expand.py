@@ -91,6 +91,16 @@ def expand(matrix: Matrix) -> list[Cell]:
     return cells
 
 
+RELAUNCH_SUFFIX = ".relaunch"
+
+
+def relaunch_of(reference: Cell) -> Cell:
+    """The between-launch A/A (`report.relaunch_reference`): a cell with the reference's own axes and settings, served
+    by a launch of its own, so its drift and speed against the reference are what relaunching an unchanged
+    configuration produces."""
+    return reference.model_copy(update={"id": reference.id + RELAUNCH_SUFFIX})
+
+
 def reference_cell(matrix: Matrix, cells: list[Cell]) -> Cell:
     """The cell every other is compared with: `reference` as a cell id or as axis values; the first cell if unset."""
     if matrix.reference is None:

@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from evalharness.matrix.errors import SpecError, line_of, format_validation_error
-from evalharness.matrix.expand import expand, reference_cell
+from evalharness.matrix.expand import relaunch_of, expand, reference_cell
 from evalharness.matrix.schema import Cell, Matrix
 
 
@@ -87,6 +87,8 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     try:
         cells = expand(matrix)
         reference = reference_cell(matrix, cells)
+        if matrix.report.relaunch_reference:
+            cells.append(relaunch_of(reference))
     except SpecError as exc:
         key = str(exc).split(":", 1)[0].split(".")[0]
         line = line_of(tree, (key,)) if key in tree else None

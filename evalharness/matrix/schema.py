@@ -112,6 +112,10 @@ class ReportSection(_Strict):
         None, description="{concurrency: N}, {request_rate: R} or max_goodput (needs slo and a sweep): the front, "
         "'vs reference', screening and the recommendation read each cell's figure there")
     drift_measure: Literal["accuracy", "kld"] = "accuracy"
+    relaunch_reference: bool = Field(False, description="the A/A between launches: one more cell, "
+                                     "'<reference>.relaunch', with the reference's own settings, launched apart and "
+                                     "compared like any cell: what relaunching an unchanged configuration does to "
+                                     "drift and speed (the report's within-launch A/A rows split one launch's repeats)")
     task_weights: dict[str, float] = Field(default_factory=dict, description="task -> weight in the pooled accuracy "
                                            "figure (default: every task weighs the same, never by document count)")
 
@@ -122,7 +126,7 @@ class GateSection(_Strict):
     margin: Union[Annotated[float, Field(gt=0)], dict[str, Annotated[float, Field(gt=0)]], None] = Field(
         None, description="the equivalence margin of every task's accuracy, or task -> margin (with an optional "
         "'default'): equivalent inside it, worse beyond it, credibly (analysis/equivalence.py)")
-    max_accuracy_drop: float | None = Field(None, ge=0, description="the margin where `margin` is not set")
+    max_accuracy_drop: float | None = Field(None, gt=0, description="the margin where `margin` is not set")
     hard_accuracy_drop: float | None = Field(None, ge=0, description="fails when exceeded, whatever the sample size")
     alpha: float | None = Field(None, gt=0, lt=1)
     max_flips: int | None = Field(None, ge=0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -15,14 +15,15 @@ from evalharness.records.io import atomic_write_text
 
 class Thresholds(BaseModel):
     # the equivalence margin per task (a number, or task -> number with an optional 'default'); without it,
-    # max_accuracy_drop is the margin (analysis/equivalence.py)
-    margin: float | dict[str, float] | None = None
-    max_accuracy_drop: float | None = 0.05
-    hard_accuracy_drop: float | None = 0.2
-    alpha: float = 0.05
-    max_flips: int | None = None
-    max_kld: float | None = None
-    min_throughput_ratio: float | None = None
+    # max_accuracy_drop is the margin (analysis/equivalence.py). A zero or negative margin or alpha in a baseline
+    # file is bad input (exit 2), never a gate that cannot pass
+    margin: Annotated[float, Field(gt=0)] | dict[str, Annotated[float, Field(gt=0)]] | None = None
+    max_accuracy_drop: float | None = Field(0.05, gt=0)
+    hard_accuracy_drop: float | None = Field(0.2, ge=0)
+    alpha: float = Field(0.05, gt=0, lt=1)
+    max_flips: int | None = Field(None, ge=0)
+    max_kld: float | None = Field(None, ge=0)
+    min_throughput_ratio: float | None = Field(None, gt=0)
 
 
 class BaselineTask(BaseModel):
@@ -67,6 +68,8 @@ class Baseline(BaseModel):
                                     "empty in baselines saved before it was recorded")
     thresholds: Thresholds = Field(default_factory=Thresholds)
     cells: dict[str, BaselineCell]
+    merged: list[str] = Field(default_factory=list, description="when the baselines this one was refreshed from were "
+                              "created (`baseline save --merge`): its repeats pool their runs'")
 
 
 class BaselineError(Exception):
