@@ -24,6 +24,10 @@ CAPITALS = [
     ("Australia", "Canberra"), ("New Zealand", "Wellington"), ("Brazil", "Brasilia"), ("Chile", "Santiago"),
     ("Colombia", "Bogota"), ("Venezuela", "Caracas"), ("Nigeria", "Abuja"), ("Ethiopia", "Addis Ababa"),
     ("Saudi Arabia", "Riyadh"), ("Israel", "Jerusalem"), ("Scotland", "Edinburgh"), ("Iceland", "Reykjavik"),
+    # 60 like the other tasks (issue 37): the recommendation tests its candidates' equivalence as a family, and 60
+    # greedy documents with no flip certify ±0.1 at p 0.016 where 52 gave 0.026
+    ("Pakistan", "Islamabad"), ("Morocco", "Rabat"), ("Ghana", "Accra"), ("Afghanistan", "Kabul"),
+    ("Syria", "Damascus"), ("Nepal", "Kathmandu"), ("Croatia", "Zagreb"), ("Bulgaria", "Sofia"),
 ]
 
 WORDS = [
