@@ -19,7 +19,9 @@ def symbol_soup(sample: Sample) -> Finding | None:
     letters = sum(ch.isalpha() for ch in text)
     digits = sum(ch.isdigit() for ch in text)
     symbols = len(text) - letters - digits
-    code_like = bool(re.search(r"[{}();=]|def |return |=>|<\w+>|^\s*[-*|] |^(\+\+\+|---|@@) ", prose_text, re.M))
+    # code has identifiers: a few symbols such as ';' and '=' in a soup with no names in it do not make it code
+    code_like = bool(re.search(r"[{}();=]|def |return |=>|<\w+>|^\s*[-*|] |^(\+\+\+|---|@@) ", prose_text, re.M)) and \
+        len(re.findall(r"[^\W\d_]{2,}", prose_text)) >= 2
     limit = 0.7 if code_like else 0.5
     symbol_runs = [r for r in re.findall(r"[^\w\s]{3,}|_{3,}", prose_text) if set(r) != {"."}]
     if (symbols / len(text) > limit and letters / len(text) < 0.3) or (

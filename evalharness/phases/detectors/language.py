@@ -81,11 +81,15 @@ MAX_WORDS = 400  # enough to judge; keeps a 10,000-word answer fast
 IDENTIFIER = re.compile(r"[_\d@(]|://|\w\.\w")  # snake_case, digits, e-mail, calls, URLs, dotted names
 
 
+LATEX = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|\\\(.*?\\\)|\\\[.*?\\\]|\\[A-Za-z]+|\\.|[_^]\{[^}]*\}", re.S)
+
+
 def prose_words(text: str, min_len: int = 2, fold_case: bool = True) -> list[str]:
     """Words of prose in the scripts the tables cover; identifiers (camelCase, snake_case, ALLCAPS, words with digits),
     URLs and inline code are left out, since they are not meant to be dictionary words."""
     text = "\n".join(line for line in prose(text).splitlines() if not is_code_line(line))
     text = re.sub(r"`[^`]*`", " ", text)
+    text = LATEX.sub(" ", text)  # maths: '$ab = ba$', '\\frac{x}{y}': short variable names are not reversed words
     chunks = [c for c in text.split()[:MAX_WORDS] if not IDENTIFIER.search(c)]
     out = []
     for word in LETTERS.findall(" ".join(chunks)):

@@ -25,6 +25,9 @@ WORD_RUN_SHORT, WORD_RUN_LONG = 5, 12  # one token repeated with separators
 NUMBER_RUN_SHORT = 8  # "0 0 0 0" rows of a small matrix are structure, measured per line
 GLUED_SHORT, GLUED_LONG, GLUED_MIN_CHARS = 6, 12, 20  # one unit glued to itself: repeats, and the region's length
 CLOSERS = ".!?…)\"'»"
+# a run of one digit is a number until it is long (40) or, from 20 digits (past a float's 17), most of the text
+# (zeros and a decimal part stay numbers: a googol, 0.333...)
+DIGIT_RUN_LONG, DIGIT_RUN_MIN, DIGIT_RUN_SHARE = 40, 20, 0.5
 PUNCT = "\"'«»“”‘’()[]{}<>.,;:!?…*_`"
 
 
@@ -41,8 +44,10 @@ def char_run(sample: Sample) -> Finding | None:
         char, length = found.group(1), len(found.group(0))
         if char in SHOUTING_CHARS and length >= 6:
             return Finding(detector="char_run", strength="hard", evidence=f"{char!r} x{length}")
-        if char.isdigit() and length < 40:
-            continue  # 1000000000, 0.33333333333
+        if char.isdigit() and length < DIGIT_RUN_LONG and (
+                char == "0" or text[found.start() - 1 : found.start()] in (".", ",") or length < DIGIT_RUN_MIN
+                or length < DIGIT_RUN_SHARE * len("".join(text.split()))):
+            continue  # 1000000000, 0.3333333333333333, a googol: numbers; '3' x31 as the whole thought is not
         line = text[text.rfind("\n", 0, found.start()) + 1 : (text.find("\n", found.end()) + 1 or len(text) + 1) - 1]
         if BANNER.match(line):
             continue  # '===== Results =====', '---- FAILURES ----': a title between rules

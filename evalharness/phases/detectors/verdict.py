@@ -10,6 +10,7 @@ from typing import Callable
 from evalharness.phases.detectors.base import Finding, Sample, SampleVerdict, clip
 from evalharness.phases.detectors.classic import (bad_characters, disjoint_from_reference, empty_output, never_stops,
                                                   script_mismatch, symbol_soup, torn_separators)
+from evalharness.phases.detectors.loops import loop_repeat
 from evalharness.phases.detectors.language import bpe_markers, letter_salad, mixed_script_words, word_salad
 from evalharness.phases.detectors.nonwords import glued_words, no_content, reversed_text
 from evalharness.phases.detectors.repetition import (char_run, glued_repeat, low_compression, phrase_repeat,
@@ -18,7 +19,7 @@ from evalharness.phases.detectors.repetition import (char_run, glued_repeat, low
 DETECTORS: tuple[Callable[[Sample], Finding | None], ...] = (
     empty_output, char_run, word_repeat, glued_repeat, symbol_soup, torn_separators, bad_characters, bpe_markers,
     script_mismatch, mixed_script_words, letter_salad, word_salad, reversed_text, glued_words, no_content,
-    phrase_repeat, low_compression, never_stops, disjoint_from_reference,
+    loop_repeat, phrase_repeat, low_compression, never_stops, disjoint_from_reference,
 )
 
 

@@ -1,0 +1,74 @@
+"""Issue 42: loops of any unit length (detectors/loops.py) and the three false alarms named in the issue (a digit
+run judged by its share, a short soup with ';' and '=' not code, LaTeX not reversed text)."""
+
+from evalharness.phases.detectors import Sample, judge
+from evalharness.phases.detectors.classic import symbol_soup
+from evalharness.phases.detectors.language import prose_words
+from evalharness.phases.detectors.loops import longest_loop, loop_repeat
+from evalharness.phases.detectors.nonwords import reversed_text
+from evalharness.phases.detectors.repetition import char_run, phrase_repeat
+
+SENTENCE = ("Wait, maybe I should reconsider whether the triangle inequality holds for these three side lengths, "
+            "because the sum of the two shorter sides has to exceed the longest one. ")
+
+
+def test_a_loop_of_a_sentence_longer_than_16_words_is_caught_where_phrase_repeat_cannot_see_it():
+    text = "Okay, let me think about the triangle. " + SENTENCE * 8 + SENTENCE[:50]
+    assert phrase_repeat(Sample(output=text)) is None  # the gap the issue names: units over 16 words
+    finding = loop_repeat(Sample(output=text))
+    assert finding is not None and finding.strength == "hard" and "to the end" in finding.evidence
+    assert judge(Sample(output=text)).garbage
+
+
+def test_a_paragraph_loop_is_measured_at_its_own_period():
+    paragraph = ("Let me recompute the determinant. Expanding along the first row gives a(ei - fh) - b(di - fg) + "
+                 "c(dh - eg), and substituting the values gives 3(4 - 0) - 1(2 - 0) + 2(0 - 4) = 12 - 2 - 8 = 2.\n\n")
+    loop = longest_loop("Some thinking first.\n\n" + paragraph * 5)
+    assert loop is not None and loop.repeats >= 4.9 and loop.at_end
+    assert 60 <= loop.period <= 90  # one paragraph, not a multiple of it
+
+
+def test_a_sub_calculation_repeated_two_or_three_times_in_a_healthy_chain_is_not_garbage():
+    check = "Let me double-check: 17 times 23 is 17 times 20 plus 17 times 3, which is 340 plus 51, so 391. "
+    text = ("We need the product of 17 and 23 and then subtract 100. " + check + check +
+            "Yes, 391. Then 391 - 100 = 291. Hmm, " + check + "So the answer is \\boxed{291}.")
+    assert loop_repeat(Sample(output=text)) is None or loop_repeat(Sample(output=text)).strength == "soft"
+    assert not judge(Sample(output=text)).garbage
+
+
+def test_a_loop_in_another_script_is_caught():
+    text = "首先，我们需要计算这个数列的和。" + "等等，我再检查一下这个计算是否正确，因为结果看起来不对。" * 8
+    assert loop_repeat(Sample(output=text)).strength == "hard"
+
+
+def test_a_short_refrain_is_left_to_the_phrase_detectors():
+    song = "In the sweet morning light,\n" + "A lullaby, a lullaby,\n" * 12
+    assert loop_repeat(Sample(output=song)) is None
+
+
+def test_an_enumeration_that_changes_its_numbers_is_not_a_loop():
+    text = "".join(f"For k = {k}, we get k squared = {k * k}, which is not congruent to 3 modulo 4, so this case "
+                   f"fails as well. " for k in range(1, 12))
+    assert loop_repeat(Sample(output=text)) is None
+
+
+def test_digit_runs_are_judged_by_their_share_of_the_text():
+    assert char_run(Sample(output="3" * 31)) is not None  # the whole thought one digit thirty-one times
+    assert char_run(Sample(output="The answer is 0.3333333333333333 (one third).")) is None  # a float
+    assert char_run(Sample(output="1000000000")) is None  # a number
+    assert char_run(Sample(output="One googol is 10000000000000000000000000000000000.")) is None  # zeros are a number
+    assert char_run(Sample(output="1/3 = 0.33333333333333333333333333")) is None  # a repeating decimal
+
+
+def test_a_short_soup_with_semicolons_and_equals_is_not_taken_for_code():
+    assert symbol_soup(Sample(output="wis;=;=__;=;1111;=")) is not None  # passed as code before issue 42
+    assert symbol_soup(Sample(output="x = 1; y = 2; z = x + y;")) is None
+
+
+def test_latex_is_not_read_as_words_so_its_variable_names_cannot_read_as_reversed_english():
+    line = r"Then $ab + ba = 2ab$, and with $\frac{nis}{soc} = pot$ and \(tan = rats\) the identity holds."
+    words = prose_words(line)
+    assert not {"nis", "soc", "pot", "rats", "tan", "frac"} & set(words)
+    assert {"then", "and", "with", "the", "identity", "holds"} <= set(words)
+    assert reversed_text(Sample(output=line)) is None
+    assert reversed_text(Sample(output=".gnirts a sesrever taht noitcnuf a etirw ot woh si siht")) is not None
