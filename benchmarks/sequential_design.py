@@ -1,34 +1,56 @@
-"""A fixed design against sequential stopping with screening (analysis/sequential.py): generated tokens, false
-alarms, power, and what is left inconclusive, on the same simulated runs.
+"""The fixed design against sequential stopping (analysis/sequential.py) and screening, apart and together, at EQUAL
+PER-TASK POWER: generated tokens, false alarms, power, and what is left inconclusive, on the same simulated runs.
 
 The model is benchmarks/gate_false_alarms.py's: per task and simulated run, each document's success probability
 p_i ~ Beta(mean accuracy, intra-class correlation `consistency`) (or p_i given: `--from-run`); a side's score of a
 document is Binomial(repeats, p_i) / repeats; a cell with a true drop d answers with p_i (1 - d / accuracy); a
 broken cell (stated model) answers with p_i x `--broken-factor` (0.3: a damaged model, about a 0.6 drop).
 
-The two designs, on the SAME draws (a cell's repeats are nested: look k's data is the first looks[k] repeats of the
-draws the fixed design uses in full, so the designs differ only by their rule):
+The designs (`Design`), on the SAME draws (a cell's repeats are nested: its data after R repeats is the first R of
+the draws any longer design uses, so designs differ only by their rule and their repeats); the reference runs all
+its Rr in every one, and the final analysis is always `decide_family` over every cell x task of the matrix with
+`alphas[(cell, task)] = final_alpha(alpha, looks, repeats reached)`:
 
-- fixed: every cell runs all its repeats Rc of every task, the reference Rr (`sizing.repeats_for_task`, cells x
-  tasks of the matrix); `decide_family` over every cell x task at alpha;
-- sequential + screening: the reference runs all Rr; a cell's task runs in looks `default_looks(Rc)`, and after
-  each look `decide_look(evidence so far, margin, look_levels(alpha, looks)[k], family_size=cells x tasks)`; the task
-  stops at the first stop ("equivalent" or "worse"); a cell that is not faster than the reference (`screened(verdict,
-  full_quality=False)`; here a stated half of the cells) runs only the first look of every task: its first repeat,
-  or, for a task it runs once, `--screen-documents` (quality.screen_documents, 0.25) of its documents, judged as a
-  fixed design of those documents at the full alpha. The final analysis
-  is `decide_family` over every comparison with `alphas[(cell, task)] = final_alpha(alpha, looks, repeats reached)`.
+- fixed: every cell runs all its repeats Rc of every task (`sizing.repeats_for_task`, cells x tasks of the matrix),
+  decided once at alpha;
+- screening alone: a cell that is not faster than the reference (`screened(verdict, full_quality=False)`; here a
+  stated half of the cells) runs one repeat of every task (or, of a task it runs once, `--screen-documents`,
+  quality.screen_documents, 0.25, of its documents), decided as a fixed design of it at the full alpha; the others
+  run all their repeats, decided once;
+- looks alone: every cell runs each task in looks `default_looks(R)` and after each look `decide_look(evidence so
+  far, margin, look_levels(alpha, looks)[k], family_size=cells x tasks)`; the task stops at its first stop
+  ("equivalent" or "worse");
+- looks + screening: both;
+- looks + screening + cell stop: also the runner's rule (runner/cellphases.py) that once one task of a cell is worse
+  its other tasks stop at their next look; and "sequential + screening", the same at the fixed design's repeats:
+  the design the 2026-12-01 figure (37.4%) measured.
+
+Equal per-task power (issue 37, finding 8: the 37.4% compared designs of different power). The per-task power is
+the rate at which each task of a fast cell with a true drop (`--drop-multiple` x the margin) is called worse on its
+own. Looks spend alpha early (the last look tests at about 0.044, not 0.05), and a screened cell's one repeat
+weakens Holm's step-down for the others, so each design's maximum repeats R per task are raised: the equal-power
+search (`search_equal_power`, `--search-trials` runs of its own) takes, per task, the smallest R = Rc + j whose
+per-task power is at least the fixed design's on the same draws; then every design is measured on FRESH draws
+(`--trials`), so the power reached is not the search's luck. The cell stop is off in the three designs compared:
+a task stopped because another task of its cell was worse is rarely called worse itself (per-task power 64-66%
+against the fixed design's 84%, at the fixed repeats and at the equal-power ones), which costs the cell's call
+nothing; the cell-stop rows say what the rule saves on top, and a "fixed repeats" row what the raised repeats cost.
+Where the fixed design's per-task power is below MIN_POWER (cells that answer once: about 0.5%) there is nothing to
+match and the repeats stay. Each regime is measured on the stated mix and on the same mix without broken cells
+(`--no-without-broken` skips it); the null and least-favourable-null scenarios use the stated mix's designs (and
+the other mix's where their repeats differ).
 
 Every run is decided by a numpy replica of those functions (the t-test over documents, the continuity-corrected
 score test where both sides are 0/1, Holm's step-down; score-test intervals come from the package's own
-`PairedEvidence`, cached). The first `--check` runs of every scenario are also decided by the package's own
-functions, look by look; the script says how many agreed and exits 1 if any did not.
+`PairedEvidence`, cached). The first `--check` runs of every scenario (the search's first run) are also decided by
+the package's own functions, look by look, for every design; the script says how many agreed and exits 1 if any
+did not.
 
 Tokens: documents x repeats x tokens per answer (stated assumptions, reasoning chains), summed over the cells and
 the reference. Rates carry one standard error over runs (+-); design differences are paired (same draws).
 
-    .venv/bin/python benchmarks/sequential_design.py [--trials 4000] [--null-trials 4000]
-        [--boundary-trials 2000] [--from-run DIR] [--cells 24 --slow-share 0.5 ...] (--help)
+    .venv/bin/python benchmarks/sequential_design.py [--trials 4000] [--search-trials 2000] [--null-trials 4000]
+        [--boundary-trials 2000] [--no-without-broken] [--from-run DIR] [--cells 24 --slow-share 0.5 ...] (--help)
 """
 
 from __future__ import annotations
@@ -39,7 +61,7 @@ import math
 import sys
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -86,10 +108,12 @@ class Task:
     def looks(self) -> list[int]:
         return default_looks(self.cell_repeats)
 
-    def screened_docs(self, share: float) -> int | None:
-        """The documents a screened cell answers of this task: a share of them when the task runs once (its first
-        look is then a batch of documents, _lmeval_worker.document_subsets), else None (its first repeat)."""
-        return max(1, math.ceil(self.docs * share)) if self.cell_repeats == 1 and share < 1 else None
+    def screened_docs(self, share: float, repeats: int | None = None) -> int | None:
+        """The documents a screened cell answers of this task: a share of them when the task runs once (`repeats`,
+        default the fixed design's; its first look is then a batch of documents, _lmeval_worker.document_subsets),
+        else None (its first repeat)."""
+        once = (self.cell_repeats if repeats is None else repeats) == 1
+        return max(1, math.ceil(self.docs * share)) if once and share < 1 else None
 
     def draw_p(self, rng: np.random.Generator, trials: int) -> np.ndarray:
         if self.p is not None:
@@ -187,9 +211,12 @@ class Evidence:
 
     def equivalent(self, margin: float, level: float | np.ndarray) -> np.ndarray:
         """interval(1 - 2 level) inside (-margin, margin), elementwise level."""
-        level = np.broadcast_to(np.asarray(level, dtype=float), self.estimate.shape)
-        confidence = 1 - 2 * level
-        q = student_t.ppf((1 + confidence) / 2, self.n - 1)
+        if np.ndim(level) == 0:  # one level for all: one quantile (t.ppf is the slow part), the same arithmetic
+            q = float(student_t.ppf((1 + (1 - 2 * float(level))) / 2, self.n - 1))
+            confidence = np.full(self.estimate.shape, 1 - 2 * float(level))
+        else:
+            confidence = 1 - 2 * np.broadcast_to(np.asarray(level, dtype=float), self.estimate.shape)
+            q = student_t.ppf((1 + confidence) / 2, self.n - 1)
         with np.errstate(invalid="ignore"):
             low, high = self.estimate - q * self.se, self.estimate + q * self.se
         out = (-margin < low) & (high < margin)
@@ -221,16 +248,60 @@ def holm_adjusted(p: np.ndarray) -> np.ndarray:
 
 # -------------------------------------------------------------------------------------------------- the simulation
 
+@dataclass(frozen=True)
+class Design:
+    """One way to run the cells' quality tasks (the reference always runs all its repeats Rr, in every design).
+
+    looks: a cell runs each task in looks `default_looks(R)` and stops it at its first stop (`decide_look`); without,
+      it runs R repeats and is decided once (at alpha);
+    screening: a cell that is not faster (`screened(verdict, full_quality=False)`) runs only a first look, one repeat
+      (or, of a task it runs once, `screen_documents` of its documents), decided as a fixed design of it at alpha;
+    cell_stop: once a task of a cell is worse, the cell's other tasks stop at their next look (the runner's rule,
+      runner/cellphases.py): the cell is worse whatever they say, so it saves tokens at no cost to the CELL's power,
+      but a task stopped that way is called worse less often (the per-task power);
+    repeats: each task's maximum cell repeats R (None: the fixed design's, `repeats_for_task`'s): raised above the
+      fixed design's to buy back the per-task power the looks spend (the equal-power search)."""
+
+    name: str
+    looks: bool = False
+    screening: bool = False
+    cell_stop: bool = False
+    repeats: tuple[int, ...] | None = None
+
+    def max_repeats(self, tasks: Sequence[Task]) -> list[int]:
+        return [t.cell_repeats for t in tasks] if self.repeats is None else list(self.repeats)
+
+    def plans(self, tasks: Sequence[Task]) -> list[list[int]]:
+        """Each task's looks for a cell that runs in full (a screened cell runs [1], the first of them)."""
+        return [default_looks(r) if self.looks else [r] for r in self.max_repeats(tasks)]
+
+
+FIXED = Design("fixed")
+# the design the runner runs (runner/cellphases.py) at the fixed design's repeats: looks, screening, and a worse cell
+# stopping its other tasks; the 2026-12-01 figure (37.4%) was this design, at lower per-task power than the fixed one
+PACKAGE = Design("sequential + screening", looks=True, screening=True, cell_stop=True)
+# the three designs compared at equal per-task power (issue 37, finding 8): each task to its own stop
+SCREENING_ALONE = Design("screening alone", screening=True)
+LOOKS_ALONE = Design("looks alone", looks=True)
+BOTH = Design("looks + screening", looks=True, screening=True)
+BASES = (SCREENING_ALONE, LOOKS_ALONE, BOTH)
+# the equal-power search tries each task's maximum repeats Rc + j for these j
+OFFSETS = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15)
+# below this per-task power of the fixed design the search does not raise repeats (matching noise, not power: cells
+# that answer each task once have about 0.5% at the sm120 sizes)
+MIN_POWER = 0.5
+
+
 @dataclass
 class Result:
-    """Per (trial, cell, task): both designs' outcomes and the sequential design's repeats reached."""
+    """Per design, per (trial, cell, task): its outcome codes and the repeats it ran (a share of one for a screened
+    cell that answered a share of the documents). All designs on the same draws."""
 
     tasks: list[Task]
     mix: Mix
-    fixed: np.ndarray  # (T, C, K) outcome codes
-    seq: np.ndarray
-    reached: np.ndarray  # (T, C, K) repeats the sequential design ran
-    reached_cell_stop: np.ndarray | None = None  # (T, C, K) had a cell stopped at its first task called worse
+    designs: list[Design]
+    outcomes: dict[str, np.ndarray]  # name -> (T, C, K) outcome codes
+    reached_by: dict[str, np.ndarray]  # name -> (T, C, K) repeats run
     alpha: float = 0.05
     checked: int = 0
     agreed: int = 0
@@ -238,7 +309,20 @@ class Result:
 
     @property
     def trials(self) -> int:
-        return int(self.fixed.shape[0])
+        return int(next(iter(self.outcomes.values())).shape[0])
+
+    # the first two designs (by default the fixed one and the runner's): the names the tests and reports used
+    @property
+    def fixed(self) -> np.ndarray:
+        return self.outcomes[self.designs[0].name]
+
+    @property
+    def seq(self) -> np.ndarray:
+        return self.outcomes[self.designs[1].name]
+
+    @property
+    def reached(self) -> np.ndarray:
+        return self.reached_by[self.designs[1].name]
 
     @staticmethod
     def cell_level(outcome: np.ndarray) -> np.ndarray:
@@ -246,27 +330,28 @@ class Result:
         return np.where(np.any(outcome == WORSE, axis=-1), WORSE,
                         np.where(np.all(outcome == EQUIVALENT, axis=-1), EQUIVALENT, INCONCLUSIVE))
 
+    def _per(self) -> np.ndarray:
+        return np.array([t.docs * t.tokens for t in self.tasks])
+
     def fixed_tokens(self) -> float:
         return float(sum(t.docs * t.tokens * (self.mix.cells * t.cell_repeats + t.reference_repeats)
                          for t in self.tasks))
 
-    def seq_tokens(self, cells: np.ndarray | None = None) -> np.ndarray:
-        """(T,) tokens of the sequential design: the reference in full plus what each cell reached."""
-        per = np.array([t.docs * t.tokens for t in self.tasks])
-        ref = sum(t.docs * t.tokens * t.reference_repeats for t in self.tasks)
-        reached = self.reached if cells is None else self.reached[:, cells, :]
-        return ref + np.sum(reached * per, axis=(1, 2))
-
-    def cell_stop_tokens(self) -> np.ndarray:
-        per = np.array([t.docs * t.tokens for t in self.tasks])
-        return self.reference_tokens() + np.sum(self.reached_cell_stop * per, axis=(1, 2))
-
     def reference_tokens(self) -> float:
         return float(sum(t.docs * t.tokens * t.reference_repeats for t in self.tasks))
 
-    def cell_tokens(self, cells: np.ndarray) -> float:
-        per = np.array([t.docs * t.tokens for t in self.tasks])
-        return float(np.mean(np.sum(self.reached[:, cells, :] * per, axis=(1, 2))))
+    def tokens(self, name: str | None = None, cells: np.ndarray | None = None) -> np.ndarray:
+        """(T,) tokens of a design (default the second): the reference in full plus what each cell ran."""
+        reached = self.reached_by[name or self.designs[1].name]
+        reached = reached if cells is None else reached[:, cells, :]
+        return self.reference_tokens() + np.sum(reached * self._per(), axis=(1, 2))
+
+    def seq_tokens(self, cells: np.ndarray | None = None) -> np.ndarray:
+        return self.tokens(None, cells)
+
+    def cell_tokens(self, cells: np.ndarray, name: str | None = None) -> float:
+        reached = self.reached_by[name or self.designs[1].name]
+        return float(np.mean(np.sum(reached[:, cells, :] * self._per(), axis=(1, 2))))
 
 
 def _factors(task: Task, mix: Mix, drop: float, broken_factor: float) -> np.ndarray:
@@ -283,116 +368,132 @@ def _factors(task: Task, mix: Mix, drop: float, broken_factor: float) -> np.ndar
 
 def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, drop: float, broken_factor: float,
              trials: int, seed: int | Sequence[int], check: int = 0, chunk: int = 100,
-             screen_documents: float = SCREEN_DOCUMENTS) -> Result:
-    """`trials` simulated runs of both designs on the same draws. A screened cell answers `screen_documents` of the
-    documents of a task it runs once (the first of them: draws are exchangeable, like the seeded order's prefix)."""
-    tasks = list(tasks)
+             screen_documents: float = SCREEN_DOCUMENTS, designs: Sequence[Design] = (FIXED, PACKAGE)) -> Result:
+    """`trials` simulated runs of every design on the same draws: a cell's repeats are nested (its data after R
+    repeats is the first R of the draws any longer design uses), so the designs differ only by their rule and their
+    repeats. A screened cell answers `screen_documents` of the documents of a task it runs once (the first of them:
+    draws are exchangeable, like the seeded order's prefix). The first `check` runs are also decided by the package's
+    own functions for every design."""
+    tasks, designs = list(tasks), list(designs)
+    if len({d.name for d in designs}) != len(designs):
+        raise ValueError("designs need distinct names")
     cells, family = mix.cells, mix.cells * len(tasks)
     fast = np.array([not screened(verdict_of(f), False) for f in mix.fast])
+    plans = {d.name: d.plans(tasks) for d in designs}
+    maxima = {d.name: d.max_repeats(tasks) for d in designs}
+    runs_all = {d.name: fast | (not d.screening) for d in designs}  # (C,) the cells that run the design's looks
+    # every repeat count any design looks at, per task (the first look, one repeat, is where a screened cell stops)
+    points = [sorted({1}.union(*(plans[d.name][k] for d in designs))) for k in range(len(tasks))]
     rng = np.random.default_rng(seed)
-    fixed_all, seq_all, reached_all, cell_stop_all = [], [], [], []
-    result = Result(tasks, mix, np.empty(0), np.empty(0), np.empty(0), alpha=alpha)
+    acc = {d.name: ([], []) for d in designs}
+    result = Result(tasks, mix, designs, {}, {}, alpha=alpha)
     done = 0
     while done < trials:
         size = min(chunk, trials - done)
+        n_check = max(0, min(size, check - done))
         refs, looks_data = [], []
-        fixed_p, fixed_eq, seq_p, seq_eq, seq_alpha, reached = [], [], [], [], [], []
-        task_idx, task_worse, shares = [], [], []
-        per_task = []
-        for task in tasks:
-            looks = task.looks
-            levels = look_levels(alpha, looks)
-            finals = [final_alpha(alpha, looks, r) for r in looks]
+        per_design = {d.name: [] for d in designs}  # per task: (p, eq, alpha, reached, first worse look's repeats)
+        for k, task in enumerate(tasks):
             p = task.draw_p(rng, size)
             ref = rng.binomial(task.reference_repeats, p) / task.reference_repeats
             cell_p = np.clip(p[:, None, :] * _factors(task, mix, drop, broken_factor)[None, :, None], 0.0, 1.0)
-            counts, before, data = np.zeros(cell_p.shape), 0, []
-            for look in looks:  # nested repeats: each look adds its repeats to the ones before
-                counts = counts + rng.binomial(look - before, cell_p)
-                before = look
-                data.append(counts / look)
-            refs.append(ref)
-            looks_data.append(data)
-            # every look's tests
-            evid = [Evidence.of(ref, d) for d in data]
-            p_look = [e.p_above(margin) for e in evid]
-            eq_look = [e.equivalent(margin, lv) if lv > 0 else np.zeros((size, cells), bool)
-                       for e, lv in zip(evid, levels)]
-            stop = np.zeros((len(looks), size, cells), bool)
-            worse_at = np.zeros((len(looks), size, cells), bool)
-            for k, lv in enumerate(levels[:-1]):  # the last look is the final analysis, not a stopping look
-                if lv > 0:
-                    worse_at[k] = p_look[k] < lv / max(1, family)
-                    stop[k] = worse_at[k] | eq_look[k]
-            first_stop = np.where(stop.any(axis=0), np.argmax(stop, axis=0), len(looks) - 1)
-            # a task finds the cell worse only where its first stop is a worse (an equivalent stop ends it first)
-            stopped_worse = np.take_along_axis(worse_at, first_stop[None], axis=0)[0]
-            first_worse = np.where(stopped_worse, first_stop, len(looks))
-            # a screened cell's evidence: its first look, which for a task it runs once is a batch of documents
-            sub = task.screened_docs(screen_documents)
-            sub_evid = evid[0] if sub is None else Evidence.of(ref[:, :sub], data[0][..., :sub])
-            screen = (sub_evid.p_above(margin), sub_evid.equivalent(margin, alpha),
-                      1.0 if sub is None else sub / task.docs)
-            per_task.append((task, looks, finals, p_look, eq_look, evid, first_stop, first_worse, screen))
-        # a cell is worse once any task is: its other tasks stop at the look (round) that found it
-        cell_worse_round = np.min(np.stack([np.asarray(t[1])[np.minimum(t[7], len(t[1]) - 1)] * (t[7] < len(t[1]))
-                                            + (t[7] >= len(t[1])) * 10**9 for t in per_task], axis=-1), axis=-1)
-        for task, looks, finals, p_look, eq_look, evid, first_stop, first_worse, screen in per_task:
-            looks_arr = np.asarray(looks)
-            # the look each task ends at: its first stop, the cell's worse round, or the last look
-            cut = np.searchsorted(looks_arr, np.minimum(cell_worse_round, looks_arr[-1]))
-            idx = np.where(fast[None, :], np.minimum(first_stop, cut), 0)
-            pick = lambda arrays: np.take_along_axis(np.stack(arrays), idx[None], axis=0)[0]  # noqa: E731
-            seq_p.append(np.where(fast[None, :], pick(p_look), screen[0]))
-            # decide()'s interval at final_alpha = the look's level: the same test; a screened cell is a fixed
-            # design of its first look, at the full alpha
-            seq_eq.append(np.where(fast[None, :], pick(eq_look), screen[1]))
-            seq_alpha.append(np.where(fast[None, :], np.asarray(finals)[idx], alpha))
-            reached.append(np.where(fast[None, :], looks_arr[idx], screen[2]))  # repeats, or a share of one
-            shares.append(np.where(fast, 1.0, screen[2]))
-            task_idx.append(idx)
-            task_worse.append(np.where(fast[None, :], first_worse, len(looks)))
-            fixed_p.append(p_look[-1])
-            fixed_eq.append(evid[-1].equivalent(margin, alpha))
-        outcome = {}
-        for name, ps, eqs, alphas in (("fixed", fixed_p, fixed_eq, None), ("seq", seq_p, seq_eq, seq_alpha)):
+            counts, before, evid, p_above, kept = np.zeros(cell_p.shape), 0, {}, {}, {}
+            for point in points[k]:  # nested repeats: each point adds its repeats to the ones before
+                counts = counts + rng.binomial(point - before, cell_p)
+                before = point
+                data = counts / point
+                evid[point] = Evidence.of(ref, data)
+                p_above[point] = evid[point].p_above(margin)
+                if point == 1:
+                    first = data
+                if n_check:
+                    kept[point] = data[:n_check]
+            refs.append(ref[:n_check])
+            looks_data.append(kept)
+            eq_cache: dict[tuple[int, float], np.ndarray] = {}
+
+            def eq(point: int, level: float) -> np.ndarray:
+                if (point, level) not in eq_cache:
+                    eq_cache[(point, level)] = (evid[point].equivalent(margin, level) if level > 0
+                                                else np.zeros((size, cells), bool))
+                return eq_cache[(point, level)]
+
+            screens: dict[int | None, tuple] = {}
+            for d in designs:
+                looks = plans[d.name][k]
+                levels = look_levels(alpha, looks)
+                finals = np.array([final_alpha(alpha, looks, r) for r in looks])
+                stop = np.zeros((len(looks), size, cells), bool)
+                worse_at = np.zeros((len(looks), size, cells), bool)
+                for j, lv in enumerate(levels[:-1]):  # the last look is the final analysis, not a stopping look
+                    if lv > 0:
+                        worse_at[j] = p_above[looks[j]] < lv / max(1, family)
+                        stop[j] = worse_at[j] | eq(looks[j], lv)
+                first_stop = np.where(stop.any(axis=0), np.argmax(stop, axis=0), len(looks) - 1)
+                # a task finds the cell worse only where its first stop is a worse (an equivalent stop ends it first)
+                stopped_worse = np.take_along_axis(worse_at, first_stop[None], axis=0)[0]
+                first_worse = np.where(stopped_worse, first_stop, len(looks))
+                # a screened cell's evidence: one repeat, which for a task it runs once is a batch of documents
+                sub = task.screened_docs(screen_documents, maxima[d.name][k])
+                if sub not in screens:
+                    sub_evid = evid[1] if sub is None else Evidence.of(ref[:, :sub], first[..., :sub])
+                    screens[sub] = (sub_evid.p_above(margin), sub_evid.equivalent(margin, alpha),
+                                    1.0 if sub is None else sub / task.docs)
+                per_design[d.name].append((looks, finals, first_stop, first_worse, screens[sub],
+                                           [p_above[r] for r in looks], [eq(r, lv) for r, lv in zip(looks, levels)]))
+        for d in designs:
+            tasks_of = per_design[d.name]
+            cut_round = np.full((size, cells), np.inf)
+            if d.cell_stop:  # a cell is worse once any task is: its other tasks stop at the look that found it
+                for looks, _, _, first_worse, *_ in tasks_of:
+                    rounds = np.where(first_worse < len(looks), np.asarray(looks)[np.minimum(first_worse,
+                                                                                             len(looks) - 1)], np.inf)
+                    cut_round = np.minimum(cut_round, rounds)
+            ps, eqs, alphas, reached = [], [], [], []
+            full = runs_all[d.name][None, :]
+            for looks, finals, first_stop, _, screen, p_looks, eq_looks in tasks_of:
+                looks_arr = np.asarray(looks)
+                # the look each task ends at: its first stop, the cell's worse round, or the last look
+                cut = np.searchsorted(looks_arr, np.minimum(cut_round, looks_arr[-1]))
+                idx = np.where(full, np.minimum(first_stop, cut), 0)
+                pick = lambda arrays: np.take_along_axis(np.stack(arrays), idx[None], axis=0)[0]  # noqa: E731
+                ps.append(np.where(full, pick(p_looks), screen[0]))
+                # decide()'s interval at final_alpha = the look's level: the same test; a screened cell is a fixed
+                # design of its first look, at the full alpha
+                eqs.append(np.where(full, pick(eq_looks), screen[1]))
+                alphas.append(np.where(full, finals[idx], alpha))
+                reached.append(np.where(full, looks_arr[idx], screen[2]))  # repeats, or a share of one
             p = np.stack(ps, axis=-1).reshape(size, family)
-            level = alpha if alphas is None else np.stack(alphas, axis=-1).reshape(size, family)
+            level = np.stack(alphas, axis=-1).reshape(size, family)
             worse = (holm_adjusted(p) < level).reshape(size, cells, len(tasks))
-            outcome[name] = np.where(worse, WORSE, np.where(np.stack(eqs, axis=-1), EQUIVALENT, INCONCLUSIVE))
-        reached_arr = np.stack(reached, axis=-1)
-        # tokens only: a cell stopping all its tasks at the look round where its first task is called worse
-        first_worse = np.min(np.stack(task_worse, axis=-1), axis=-1)
-        cell_stop_all.append(np.stack([np.asarray(t.looks)[np.minimum(task_idx[k], first_worse)] * shares[k][None, :]
-                                       for k, t in enumerate(tasks)], axis=-1))
-        for i in range(min(size, check - result.checked)):
-            _check(result, tasks, mix, refs, looks_data, i, margin, alpha, outcome["fixed"][i], outcome["seq"][i],
-                   reached_arr[i], done + i, screen_documents)
-        fixed_all.append(outcome["fixed"])
-        seq_all.append(outcome["seq"])
-        reached_all.append(reached_arr)
+            acc[d.name][0].append(np.where(worse, WORSE, np.where(np.stack(eqs, axis=-1), EQUIVALENT, INCONCLUSIVE)))
+            acc[d.name][1].append(np.stack(reached, axis=-1))
+        for i in range(n_check):
+            _check(result, tasks, mix, refs, looks_data, i, margin, alpha, designs,
+                   {d.name: acc[d.name][0][-1][i] for d in designs}, {d.name: acc[d.name][1][-1][i] for d in designs},
+                   done + i, screen_documents)
         done += size
-    result.fixed, result.seq = np.concatenate(fixed_all), np.concatenate(seq_all)
-    result.reached = np.concatenate(reached_all)
-    result.reached_cell_stop = np.concatenate(cell_stop_all)
+    result.outcomes = {d.name: np.concatenate(acc[d.name][0]) for d in designs}
+    result.reached_by = {d.name: np.concatenate(acc[d.name][1]) for d in designs}
     return result
 
 
 def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarray],
-                        looks_data: Sequence[Sequence[np.ndarray]], margin: float, alpha: float,
-                        screen_documents: float = SCREEN_DOCUMENTS) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                             list, list]:
-    """One run decided by the package's own functions, look by look. refs[k] (n,); looks_data[k][j] (C, n).
-    (fixed outcomes (C, K), sequential outcomes (C, K), repeats reached (C, K), cell outcomes fixed, sequential)."""
+                        looks_data: Sequence[dict[int, np.ndarray]], margin: float, alpha: float,
+                        design: Design = PACKAGE, screen_documents: float = SCREEN_DOCUMENTS
+                        ) -> tuple[np.ndarray, np.ndarray, list]:
+    """One run of one design decided by the package's own functions, look by look. refs[k] (n,); looks_data[k][R]
+    (C, n): each cell's mean per document after R repeats. (outcomes (C, K), repeats reached (C, K), cell outcomes)."""
     cells, family = mix.cells, mix.cells * len(tasks)
-    fixed_family, seq_family, alphas = {}, {}, {}
+    plans_all, maxima = design.plans(tasks), design.max_repeats(tasks)
+    evidence_of, alphas = {}, {}
     reached = np.zeros((cells, len(tasks)))
     for c in range(cells):
-        runs_all = not screened(verdict_of(mix.fast[c]), full_quality=False)
+        runs_all = not (design.screening and screened(verdict_of(mix.fast[c]), full_quality=False))
         # as the quality phase does it, repeat by repeat: a task looks at its own looks and stops when settled;
-        # once one is worse, every other task of the cell stops at its next look; a screened cell is a fixed
-        # design of its first look
-        plans = {k: list(t.looks if runs_all else t.looks[:1]) for k, t in enumerate(tasks)}
+        # with cell_stop, once one is worse every other task of the cell stops at its next look; a screened cell
+        # is a fixed design of its first look
+        plans = {k: list(plans_all[k]) if runs_all else [1] for k in range(len(tasks))}
         end = {k: v[-1] for k, v in plans.items()}
         chosen: dict[int, tuple] = {}
         for done in sorted({r for v in plans.values() for r in v}):
@@ -401,8 +502,8 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
                 if done not in plans[k] or done > end[k]:
                     continue
                 # a screened cell of a task it runs once answers the first documents of the seeded order
-                kept = None if runs_all else task.screened_docs(screen_documents)
-                evidence = paired_evidence(refs[k][:kept], looks_data[k][plans[k].index(done)][c][:kept])
+                kept = None if runs_all else task.screened_docs(screen_documents, maxima[k])
+                evidence = paired_evidence(refs[k][:kept], looks_data[k][done][c][:kept])
                 chosen[k] = (evidence, done, 1.0 if kept is None else kept / task.docs)
                 if done == end[k]:
                     continue
@@ -411,37 +512,38 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
                 if stop is not None:
                     end[k] = done
                     found_worse |= stop == "worse"
-            if found_worse:
+            if found_worse and design.cell_stop:
                 for k in plans:
                     if end[k] > done:
                         end[k] = next(r for r in plans[k] if r >= done)
         for k, task in enumerate(tasks):
             evidence, look, share = chosen[k]
-            fixed_family[(c, task.name)] = (paired_evidence(refs[k], looks_data[k][-1][c]), margin)
             reached[c, k] = look * share
-            seq_family[(c, task.name)] = (evidence, margin)
+            evidence_of[(c, task.name)] = (evidence, margin)
             alphas[(c, task.name)] = final_alpha(alpha, plans[k], look)
-    out = []
-    cell_level = []
-    for fam, al in ((fixed_family, None), (seq_family, alphas)):
-        decisions = decide_family(fam, alpha, al)
-        out.append(np.array([[CODE[decisions[(c, t.name)].outcome] for t in tasks] for c in range(cells)]))
-        cell_level.append([cell_outcome(decisions[(c, t.name)].outcome for t in tasks) for c in range(cells)])
-    return out[0], out[1], reached, cell_level[0], cell_level[1]
+    decisions = decide_family(evidence_of, alpha, alphas)
+    out = np.array([[CODE[decisions[(c, t.name)].outcome] for t in tasks] for c in range(cells)])
+    cell_level = [cell_outcome(decisions[(c, t.name)].outcome for t in tasks) for c in range(cells)]
+    return out, reached, cell_level
 
 
-def _check(result: Result, tasks, mix, refs, looks_data, i, margin, alpha, fixed, seq, reached, run,
-           screen_documents: float) -> None:
-    f, s, r, cf, cs = decide_with_package(tasks, mix, [x[i] for x in refs], [[d[i] for d in x] for x in looks_data],
-                                          margin, alpha, screen_documents)
+def _check(result: Result, tasks, mix, refs, looks_data, i, margin, alpha, designs: Sequence[Design],
+           outcomes: dict[str, np.ndarray], reached: dict[str, np.ndarray], run: int, screen_documents: float) -> None:
+    """Run i of the chunk decided by the package for every design; a run agrees when every design's does."""
+    wrong = []
+    for d in designs:
+        o, r, cl = decide_with_package(tasks, mix, [x[i] for x in refs], [{k: v[i] for k, v in x.items()}
+                                                                             for x in looks_data],
+                                       margin, alpha, d, screen_documents)
+        same = (np.array_equal(o, outcomes[d.name]) and np.array_equal(r, reached[d.name])
+                and [CODE[x] for x in cl] == Result.cell_level(outcomes[d.name][None])[0].tolist())
+        if not same:
+            wrong.append(f"{d.name}: {int(np.sum(o != outcomes[d.name]))} outcomes, "
+                         f"{int(np.sum(r != reached[d.name]))} repeats reached differ")
     result.checked += 1
-    same = (np.array_equal(f, fixed) and np.array_equal(s, seq) and np.array_equal(r, reached)
-            and [CODE[o] for o in cf] == Result.cell_level(fixed[None])[0].tolist()
-            and [CODE[o] for o in cs] == Result.cell_level(seq[None])[0].tolist())
-    result.agreed += same
-    if not same:
-        result.disagreements.append(f"run {run}: fixed {int(np.sum(f != fixed))}, sequential {int(np.sum(s != seq))}"
-                                    f" outcomes, {int(np.sum(r != reached))} repeats reached differ")
+    result.agreed += not wrong
+    if wrong:
+        result.disagreements.append(f"run {run}: " + "; ".join(wrong))
 
 
 # --------------------------------------------------------------------------------------------------------- report
@@ -488,50 +590,48 @@ def _mtok(x: float) -> str:
     return f"{x / 1e6:,.1f}M"
 
 
-def report_mixed(res: Result) -> dict:
-    mix, T = res.mix, res.trials
-    fixed_cell, seq_cell = Result.cell_level(res.fixed), Result.cell_level(res.seq)
-    fast = np.array(mix.fast)
-    fixed_tok, seq_tok = res.fixed_tokens(), res.seq_tokens()
-    ratio = seq_tok / fixed_tok
-    print(f"  generated tokens per run: fixed {_mtok(fixed_tok)} (the reference {_mtok(res.reference_tokens())}, "
-          f"each cell {_mtok((fixed_tok - res.reference_tokens()) / mix.cells)}); sequential + screening "
-          f"{_mtok(float(seq_tok.mean()))} (min {_mtok(float(seq_tok.min()))}, max {_mtok(float(seq_tok.max()))}): "
-          f"ratio {ratio.mean():.1%} (runs {ratio.min():.1%}-{ratio.max():.1%})")
-    parts = []
-    for kind in (UNCHANGED, BROKEN, DROPPED):
-        for f in (True, False):
-            m = mix.mask(kind, f)
-            if m.any():
-                parts.append(f"{kind} {'fast' if f else 'slow'} {_mtok(res.cell_tokens(m) / m.sum())}")
-    print("  sequential tokens per cell by kind: " + ", ".join(parts) + " (reference in full, "
-          f"{_mtok(res.reference_tokens())})")
-    shares = [("the reference", res.reference_tokens())]
-    for kind in (UNCHANGED, BROKEN, DROPPED):
-        for f in (True, False):
-            m = mix.mask(kind, f)
-            if m.any():
-                shares.append((f"{kind} {'fast' if f else 'slow'}", res.cell_tokens(m)))
-    print("  sequential tokens as shares of the fixed design's: " + ", ".join(f"{n} {v / fixed_tok:.1%}"
-                                                                           for n, v in shares))
-    reach = []
-    for k, t in enumerate(res.tasks):
-        m = fast & mix.mask(UNCHANGED)
-        dm = fast & mix.mask(DROPPED)
-        reach.append(f"{t.name} looks {t.looks}: fast unchanged {res.reached[:, m, k].mean():.1f}, "
-                     f"fast dropped {res.reached[:, dm, k].mean():.1f} of {t.cell_repeats}")
-    print("  mean repeats reached per task: " + "; ".join(reach))
+def per_task_power(res: Result, name: str) -> np.ndarray:
+    """(K,) each task of a fast dropped cell called worse on its own, by task (the per-task power)."""
+    dm = np.array(res.mix.fast) & res.mix.mask(DROPPED)
+    return np.mean(res.outcomes[name][:, dm, :] == WORSE, axis=(0, 1))
 
-    rows = []
-    unchanged = mix.mask(UNCHANGED)
-    for label, out, cell in (("fixed", res.fixed, fixed_cell), ("sequential + screening", res.seq, seq_cell)):
+
+def _repeats(design: Design, tasks: Sequence[Task]) -> str:
+    reps = design.max_repeats(tasks)
+    total = sum(t.docs * t.tokens * r for t, r in zip(tasks, reps))
+    base = sum(t.docs * t.tokens * t.cell_repeats for t in tasks)
+    return "/".join(str(r) for r in reps) + f" (x{total / base:.2f})"
+
+
+def report_mixed(res: Result, label: str = "") -> dict:
+    """Every design's tokens, per-task and cell power, false alarms and what it leaves open, on the same draws.
+    Returns rows by design name, and the first two designs' as 'fixed' and 'seq' (with 'ratio', the second's)."""
+    mix, T, tasks = res.mix, res.trials, res.tasks
+    fast = np.array(mix.fast)
+    unchanged, dm = mix.mask(UNCHANGED), fast & mix.mask(DROPPED)
+    fixed_tok = res.fixed_tokens()
+    print(f"  generated tokens per run of the fixed design {_mtok(fixed_tok)} (the reference "
+          f"{_mtok(res.reference_tokens())}, each cell {_mtok((fixed_tok - res.reference_tokens()) / mix.cells)})")
+    rows = {}
+    names = [d.name for d in res.designs]
+    width = max(len(n) for n in names) + 2
+    first = res.designs[0].name
+    print(f"\n  {'design':{width}}max repeats (x fixed)    tokens, % of fixed (runs)  per-task power, fast dropped "
+          f"cells ({', '.join(t.name for t in tasks)}); mean, vs {first}")
+    for d in res.designs:
+        tok = res.tokens(d.name)
+        ratio = tok / fixed_tok
+        out, cell = res.outcomes[d.name], Result.cell_level(res.outcomes[d.name])
         fa = cell[:, unchanged] == WORSE
-        any_fa = np.any(fa, axis=1)[:, None]
         row = dict(
-            fa=fa, any_fa=any_fa,
-            power_fast=cell[:, fast & mix.mask(DROPPED)] == WORSE,
+            name=d.name, design=d, ratio=float(ratio.mean()), ratio_min=float(ratio.min()),
+            ratio_max=float(ratio.max()), tokens=float(tok.mean()), repeats=d.max_repeats(tasks),
+            repeats_text=_repeats(d, tasks),
+            fa=fa, any_fa=np.any(fa, axis=1)[:, None],
+            power_fast=cell[:, dm] == WORSE,
             power_all=cell[:, mix.mask(DROPPED)] == WORSE,
-            power_task_fast=out[:, fast & mix.mask(DROPPED), :] == WORSE,
+            power_task_fast=out[:, dm, :] == WORSE,
+            power_by_task=per_task_power(res, d.name) if dm.any() else np.full(len(tasks), np.nan),
             eq_fast=cell[:, fast & unchanged] == EQUIVALENT,
             eq_all=cell[:, unchanged] == EQUIVALENT,
             inc_all=out == INCONCLUSIVE,
@@ -539,105 +639,187 @@ def report_mixed(res: Result) -> dict:
             broken_fast=cell[:, fast & mix.mask(BROKEN)] == WORSE,
             broken_slow=cell[:, ~fast & mix.mask(BROKEN)] == WORSE,
         )
-        rows.append(row)
-        print(f"\n  {label}:")
-        print(f"    false alarms (unchanged cells called worse): per cell {_pct(fa)}; runs with any "
-              f"{_pct(any_fa)}")
-        print(f"    power (dropped cells called worse): fast cells {_pct(row['power_fast'])}; all cells "
-              f"{_pct(row['power_all'])}; each task of a fast dropped cell: "
-              + ", ".join(f"{t.name} {np.mean(row['power_task_fast'][:, :, k]):.1%}" for k, t in
-                          enumerate(res.tasks)))
-        print(f"    unchanged cells called equivalent (every task): fast {_pct(row['eq_fast'])}; all "
-              f"{_pct(row['eq_all'])}")
-        print(f"    decisions (cell x task) left inconclusive: all cells {_pct(row['inc_all'])}; fast cells "
-              f"{_pct(row['inc_fast'])}")
-        slow_broken = out[:, ~fast & mix.mask(BROKEN), :] == WORSE
-        per_task = ", ".join(f"{t.name} {np.mean(slow_broken[:, :, k]):.0%}" for k, t in enumerate(res.tasks)) \
-            if slow_broken.size else "n/a"
-        print(f"    broken cells called worse: fast {_pct(row['broken_fast'])}; slow {_pct(row['broken_slow'])} "
-              f"(each task of a slow broken cell: {per_task})")
-    dm = fast & mix.mask(DROPPED)
-    full = np.array([t.cell_repeats for t in res.tasks])[None, None, :]
-    last = res.reached[:, dm, :] == full
-    seq_w, fix_w = res.seq[:, dm, :] == WORSE, res.fixed[:, dm, :] == WORSE
-    if dm.any() and np.any(last) and np.any(~last):
-        final = np.mean([look_levels(res.alpha, t.looks)[-1] for t in res.tasks])
-        print(f"\n  where the per-task power goes (fast dropped cells' tasks, the same draws): {np.mean(~last):.1%} "
-              f"stopped before the last look, called worse {np.mean(seq_w[~last]):.1%} (fixed "
-              f"{np.mean(fix_w[~last]):.1%}); {np.mean(last):.1%} ran to the last look, called worse "
-              f"{np.mean(seq_w[last]):.1%} at its level ~{final:.4f} (fixed, at alpha: {np.mean(fix_w[last]):.1%})")
-    return dict(ratio=float(ratio.mean()), ratio_max=float(ratio.max()), fixed=rows[0], seq=rows[1], trials=T,
-                cell_stop_ratio=float(np.mean(res.cell_stop_tokens() / fixed_tok)))
+        rows[d.name] = row
+        p, _ = _rate(row["power_task_fast"])
+        diff = ""
+        if d.name != first and dm.any():
+            dd, se = _diff(row["power_task_fast"], rows[first]["power_task_fast"])
+            diff = f", {dd * 100:+.1f} +-{se * 100:.1f} points"
+        by_task = " ".join(f"{x:.1%}" for x in row["power_by_task"])
+        print(f"  {d.name:{width}}{_repeats(d, tasks):25}{row['ratio']:6.1%} ({row['ratio_min']:.1%}-"
+              f"{row['ratio_max']:.1%})  {by_task}; {p:.1%}{diff}")
+    print(f"\n  {'design':{width}}cell power: fast; all  unchanged called worse: per cell; runs with any  unchanged "
+          "called equivalent: fast; all  inconclusive: all; fast  broken called worse: fast; slow")
+    for name, row in rows.items():
+        def r(key: str, spec: str = "7.2%") -> str:
+            v = _rate(row[key])[0]
+            return f"{'n/a':>{spec.split('.')[0]}}" if math.isnan(v) else format(v, spec)
+        print(f"  {name:{width}}{r('power_fast')}; {r('power_all')}  {r('fa')}; {r('any_fa')}{'':22}{r('eq_fast')}; "
+              f"{r('eq_all')}{'':10}{r('inc_all', '6.2%')}; {r('inc_fast', '6.2%')}  {r('broken_fast', '.0%')}; "
+              f"{r('broken_slow', '.0%')}")
+    print("\n  tokens as shares of the fixed design's, by kind of cell (the reference "
+          f"{res.reference_tokens() / fixed_tok:.1%} in every design):")
+    for d in res.designs[1:]:
+        parts = []
+        for kind in (UNCHANGED, BROKEN, DROPPED):
+            for f in (True, False):
+                m = mix.mask(kind, f)
+                if m.any():
+                    parts.append(f"{kind} {'fast' if f else 'slow'} {res.cell_tokens(m, d.name) / fixed_tok:.1%}")
+        reach = ", ".join(f"{t.name} {res.reached_by[d.name][:, fast & unchanged, k].mean():.1f}"
+                          for k, t in enumerate(tasks)) if (fast & unchanged).any() else "n/a"
+        print(f"    {d.name}: " + ", ".join(parts) + f"; mean repeats reached by a fast unchanged cell: {reach}")
+    second = rows[names[1]] if len(names) > 1 else rows[first]
+    return dict(designs=rows, fixed=rows[first], seq=second, ratio=second["ratio"], ratio_max=second["ratio_max"],
+                trials=T, label=label)
 
 
 def report_null(res: Result) -> dict:
-    fixed_cell, seq_cell = Result.cell_level(res.fixed), Result.cell_level(res.seq)
-    ratio = res.seq_tokens() / res.fixed_tokens()
     out = {}
-    for label, cell in (("fixed", fixed_cell), ("sequential + screening", seq_cell)):
+    fast = np.array(res.mix.fast)
+    for d in res.designs:
+        cell = Result.cell_level(res.outcomes[d.name])
         fa = cell == WORSE
-        out[label] = dict(any=np.any(fa, axis=1)[:, None], cell=fa)
-        print(f"  {label}: runs with any cell called worse {_pct(out[label]['any'])} "
-              f"({int(np.sum(out[label]['any']))} of {res.trials}); per cell {_pct(fa)}; fast cells called "
-              f"equivalent {_pct(cell[:, np.array(res.mix.fast)] == EQUIVALENT)}")
-    print(f"  tokens: sequential / fixed {ratio.mean():.1%}")
-    out["ratio"] = float(ratio.mean())
+        ratio = res.tokens(d.name) / res.fixed_tokens()
+        out[d.name] = dict(any=np.any(fa, axis=1)[:, None], cell=fa, ratio=float(ratio.mean()))
+        print(f"  {d.name}: runs with any cell called worse {_pct(out[d.name]['any'])} "
+              f"({int(np.sum(out[d.name]['any']))} of {res.trials}); per cell {_pct(fa)}; fast cells called "
+              f"equivalent {_pct(cell[:, fast] == EQUIVALENT)}; tokens {ratio.mean():.1%} of the fixed design's")
     return out
 
 
 def report_boundary(res: Result) -> dict:
     fast = np.array(res.mix.fast)
     out = {}
-    for label, outcome in (("fixed", res.fixed), ("sequential + screening", res.seq)):
+    for d in res.designs:
+        outcome = res.outcomes[d.name]
         cell = Result.cell_level(outcome)
-        out[label] = dict(cell=cell[:, fast] == WORSE, any=np.any(cell == WORSE, axis=1)[:, None])
-        print(f"  {label}: fast cells called worse {_pct(out[label]['cell'])}; slow cells "
-              f"{_pct(cell[:, ~fast] == WORSE)}; runs with any cell called worse {_pct(out[label]['any'])}; "
+        out[d.name] = dict(cell=cell[:, fast] == WORSE, any=np.any(cell == WORSE, axis=1)[:, None])
+        print(f"  {d.name}: fast cells called worse {_pct(out[d.name]['cell'])}; slow cells "
+              f"{_pct(cell[:, ~fast] == WORSE)}; runs with any cell called worse {_pct(out[d.name]['any'])}; "
               f"fast cells' tasks called equivalent {_pct(outcome[:, fast, :] == EQUIVALENT)}")
     return out
 
 
-def done_when(mixed: dict, null: dict | None, token_goal: float, points: float) -> list[str]:
-    f, s = mixed["fixed"], mixed["seq"]
-    lines = [_verdict(mixed["ratio"] <= token_goal, f"sequential + screening uses at most {token_goal:.0%} of the "
-                      f"fixed design's generated tokens: {mixed['ratio']:.1%} (mean over runs; highest run "
-                      f"{mixed['ratio_max']:.1%})")]
-    d, se = _diff(s["fa"], f["fa"])
-    fa_f, fa_s = _rate(f["fa"])[0], _rate(s["fa"])[0]
-    lines.append(_verdict(abs(d) <= points, f"false-alarm rate per unchanged cell within {points:.0%} of the fixed "
-                          f"design's: fixed {fa_f:.2%}, sequential {fa_s:.2%} (difference {d:+.2%} +-{se:.2%})"))
-    if null is not None:
-        a_f, a_s = _rate(null["fixed"]["any"])[0], _rate(null["sequential + screening"]["any"])[0]
-        d2, se2 = _diff(null["sequential + screening"]["any"], null["fixed"]["any"])
-        lines.append(_verdict(abs(d2) <= points, f"whole-run false-alarm rate (nothing changed) within "
-                              f"{points:.0%}: fixed {a_f:.2%}, sequential {a_s:.2%} (difference {d2:+.2%} "
-                              f"+-{se2:.2%})"))
-    d, se = _diff(s["power_fast"], f["power_fast"])
-    p_f, p_s = _rate(f["power_fast"])[0], _rate(s["power_fast"])[0]
-    lines.append(_verdict(abs(d) <= points or d > 0, f"power on the FAST cells (the ones that can be recommended; "
-                          f"slow ones are screened by design) within {points:.0%} of the fixed design's: fixed "
-                          f"{p_f:.2%}, sequential {p_s:.2%} (difference {d:+.2%} +-{se:.2%})"))
-    d, se = _diff(s["power_task_fast"], f["power_task_fast"])
-    p_f, p_s = _rate(f["power_task_fast"])[0], _rate(s["power_task_fast"])[0]
-    lines.append(f"  [info] each task of a fast dropped cell called worse on its own: fixed {p_f:.2%}, sequential "
-                 f"{p_s:.2%} (difference {d:+.2%} +-{se:.2%}): by design, once one task of a cell is worse its other "
-                 "tasks stop at their next look (the cell is worse whatever they say), and the last look tests at "
-                 "0.044, not 0.05; the decision, the cell's, is the power line above")
-    if mixed.get("boundary") is not None:
-        b = mixed["boundary"]
-        d, se = _diff(b["sequential + screening"]["cell"], b["fixed"]["cell"])
-        lines.append(_verdict(abs(d) <= points or d < 0, f"false alarms at the least favourable null (every cell "
-                              f"truly worse by exactly the margin; fast cells) within {points:.0%}: fixed "
-                              f"{_rate(b['fixed']['cell'])[0]:.2%}, sequential "
-                              f"{_rate(b['sequential + screening']['cell'])[0]:.2%} per cell (difference {d:+.2%} "
-                              f"+-{se:.2%}); runs with any: fixed {_rate(b['fixed']['any'])[0]:.2%}, sequential "
-                              f"{_rate(b['sequential + screening']['any'])[0]:.2%}"))
-    d, se = _diff(s["power_all"], f["power_all"])
-    lines.append(f"  [info] power on ALL cells, slow ones included: fixed {_rate(f['power_all'])[0]:.2%}, sequential "
-                 f"{_rate(s['power_all'])[0]:.2%} (difference {d:+.2%} +-{se:.2%}): a screened cell is a fixed design "
-                 "of its first look (one repeat, or a share of the documents of a task it runs once), too few "
-                 "samples to call a drop of twice the margin worse; it is "
-                 "never recommended, and a broken one is still caught")
+# ------------------------------------------------------------------------------------------ the equal-power search
+
+def search_equal_power(tasks: Sequence[Task], mix: Mix, *, bases: Sequence[Design] = BASES,
+                       offsets: Sequence[int] = OFFSETS, **simulate_kw) -> tuple[list[Design], dict]:
+    """Each base design's smallest maximum repeats per task, Rc + j for j in `offsets`, whose per-task power (each
+    task of a fast cell with a true drop called worse on its own) is at least the fixed design's on the SAME draws
+    (nested repeats: every candidate shares the fixed design's first Rc repeats). Returns the chosen designs (the
+    bases' names) and what the search saw: {base: {task: [(repeats, power), ...]}, 'fixed': powers, 'reached': ...}."""
+    tasks = list(tasks)
+    if not (np.array(mix.fast) & mix.mask(DROPPED)).any():
+        print("  (no fast dropped cell: nothing to match the per-task power on; the designs keep the fixed repeats)")
+        return list(bases), {}
+    cand = {b.name: [replace(b, name=f"{b.name} +{j}", repeats=tuple(t.cell_repeats + j for t in tasks))
+                     for j in offsets] for b in bases}
+    designs = [FIXED] + [d for v in cand.values() for d in v]
+    res = simulate(tasks, mix, designs=designs, **simulate_kw)
+    fixed = per_task_power(res, FIXED.name)
+    if float(np.mean(fixed)) < MIN_POWER:
+        print(f"  (the fixed design's per-task power is {np.mean(fixed):.1%}: below {MIN_POWER:.0%} there is no "
+              "power to match, only noise; the designs keep the fixed repeats)")
+        return list(bases), {"result": res}
+    chosen, seen, short = [], {"fixed": fixed}, {}
+    for b in bases:
+        powers = np.array([per_task_power(res, d.name) for d in cand[b.name]])  # (J, K)
+        reps, table = [], {}
+        for k, t in enumerate(tasks):
+            ok = np.nonzero(powers[:, k] >= fixed[k] - 1e-12)[0]
+            j = int(ok[0]) if ok.size else len(offsets) - 1
+            if not ok.size:
+                short[(b.name, t.name)] = float(powers[j, k])
+            reps.append(t.cell_repeats + offsets[j])
+            table[t.name] = [(t.cell_repeats + offsets[i], float(powers[i, k])) for i in range(j + 1)]
+        seen[b.name] = table
+        chosen.append(replace(b, repeats=tuple(reps)))
+    seen["short"], seen["result"] = short, res
+    return chosen, seen
+
+
+def print_search(seen: dict, tasks: Sequence[Task], trials: int, seconds: float) -> None:
+    if "fixed" not in seen:
+        return
+    print(f"  equal-power search, {trials} simulated runs on the same draws ({seconds:.0f} s): each design's "
+          "smallest maximum repeats per task whose per-task power (fast dropped cells) is at least the fixed "
+          "design's, " + ", ".join(f"{t.name} {p:.1%}" for t, p in zip(tasks, seen["fixed"])))
+    for name, table in seen.items():
+        if name in ("fixed", "short", "result"):
+            continue
+        print(f"    {name}: " + "; ".join(f"{task} " + ", ".join(f"{r}: {p:.1%}" for r, p in steps)
+                                        for task, steps in table.items()))
+    for (name, task), p in seen["short"].items():
+        print(f"    NOT REACHED: {name} on {task} reaches only {p:.1%} at the largest repeats tried")
+
+
+def done_when(measured: Sequence[dict], null: dict | None, boundary: dict | None, token_goal: float,
+              points: float) -> list[str]:
+    """measured[0]: the stated mix (the headline); further ones (without broken cells) for tokens and power."""
+    lines = []
+    for m in measured:
+        rows = m["designs"]
+        f = rows[FIXED.name]
+        both = rows.get(BOTH.name)
+        if both is not None:
+            others = ", ".join(f"{n} {rows[n]['ratio']:.1%}" for n in (LOOKS_ALONE.name, SCREENING_ALONE.name)
+                               if n in rows)
+            lines.append(_verdict(both["ratio"] <= token_goal, f"{m['label']}: at equal per-task power, "
+                                  f"{BOTH.name} uses at most {token_goal:.0%} of the fixed design's generated tokens: "
+                                  f"{both['ratio']:.1%} (highest run {both['ratio_max']:.1%}); {others}"))
+        for base in BASES:
+            row = rows.get(base.name)
+            if row is None or not np.isfinite(row["power_by_task"]).all():
+                continue
+            d, se = _diff(row["power_task_fast"], f["power_task_fast"])
+            worst = float(np.max(np.abs(row["power_by_task"] - f["power_by_task"])))
+            lines.append(_verdict(abs(d) <= points and worst <= 2 * points, f"{m['label']}: {base.name}'s per-task "
+                                  f"power within {points:.0%} of the fixed design's (each task within "
+                                  f"{2 * points:.0%}): {_rate(row['power_task_fast'])[0]:.2%} against "
+                                  f"{_rate(f['power_task_fast'])[0]:.2%} (difference {d:+.2%} +-{se:.2%}; the "
+                                  f"largest task's {worst:.2%}) at max repeats {row['repeats_text']}"))
+    rows = measured[0]["designs"]
+    f = rows[FIXED.name]
+    compared = [n for n in (SCREENING_ALONE.name, LOOKS_ALONE.name, BOTH.name) if n in rows]
+    if not compared:  # a run of other designs: the second one
+        compared = [n for n in rows if n != FIXED.name][:1]
+    for n in compared:
+        s = rows[n]
+        d, se = _diff(s["fa"], f["fa"])
+        lines.append(_verdict(abs(d) <= points, f"{n}: false-alarm rate per unchanged cell within {points:.0%} of the "
+                              f"fixed design's: fixed {_rate(f['fa'])[0]:.2%}, {n} {_rate(s['fa'])[0]:.2%} "
+                              f"(difference {d:+.2%} +-{se:.2%})"))
+        if null is not None and n in null:
+            d2, se2 = _diff(null[n]["any"], null[FIXED.name]["any"])
+            lines.append(_verdict(abs(d2) <= points, f"{n}: whole-run false-alarm rate (nothing changed) within "
+                                  f"{points:.0%}: fixed {_rate(null[FIXED.name]['any'])[0]:.2%}, {n} "
+                                  f"{_rate(null[n]['any'])[0]:.2%} (difference {d2:+.2%} +-{se2:.2%})"))
+        if boundary is not None and n in boundary:
+            b, bf = boundary[n], boundary[FIXED.name]
+            d3, se3 = _diff(b["cell"], bf["cell"])
+            lines.append(_verdict(abs(d3) <= points or d3 < 0, f"{n}: false alarms at the least favourable null "
+                                  f"(every cell truly worse by exactly the margin; fast cells) within {points:.0%}: "
+                                  f"fixed {_rate(bf['cell'])[0]:.2%}, {n} {_rate(b['cell'])[0]:.2%} per cell "
+                                  f"(difference {d3:+.2%} +-{se3:.2%}); runs with any: fixed "
+                                  f"{_rate(bf['any'])[0]:.2%}, {n} {_rate(b['any'])[0]:.2%}"))
+        d, se = _diff(s["power_fast"], f["power_fast"])
+        lines.append(_verdict(abs(d) <= points or d > 0, f"{n}: power on the FAST cells (a cell is worse when any task "
+                              f"is) within {points:.0%} of the fixed design's: fixed {_rate(f['power_fast'])[0]:.2%}, "
+                              f"{n} {_rate(s['power_fast'])[0]:.2%} (difference {d:+.2%} +-{se:.2%})"))
+    if AT_FIXED in rows:
+        row = rows[AT_FIXED]
+        d, se = _diff(row["power_task_fast"], f["power_task_fast"])
+        lines.append(f"  [info] {AT_FIXED} (x1.00): {row['ratio']:.1%} of the fixed design's tokens at per-task power "
+                     f"{_rate(row['power_task_fast'])[0]:.2%} ({d:+.2%} +-{se:.2%} against the fixed design's): what "
+                     "the raised repeats buy back")
+    for n, row in rows.items():
+        if row["design"].cell_stop:
+            lines.append(f"  [info] {n}: {row['ratio']:.1%} of the fixed design's tokens; per-task power "
+                         f"{_rate(row['power_task_fast'])[0]:.2%}, cell power on fast cells "
+                         f"{_rate(row['power_fast'])[0]:.2%}: once one task of a cell is worse its other tasks stop "
+                         "at their next look, which saves tokens at no cost to the cell's call and lowers the "
+                         "per-task power (not compared at equal per-task power)")
     return lines
 
 
@@ -676,48 +858,94 @@ def print_tasks(tasks: Sequence[Task], cells: int, alpha: float) -> None:
               + f" (sum {sum(levels):.4f})")
 
 
-def run_regime(tasks: list[Task], mix: Mix, *, margin: float, alpha: float, drop: float, broken_factor: float,
-               trials: int, null_trials: int, seed: int, check: int, label: str, token_goal: float,
-               points: float, boundary_trials: int = 0, screen_documents: float = SCREEN_DOCUMENTS) -> bool:
-    print(f"\n  cell mix: {mix.describe()}; a broken cell answers with p_i x {broken_factor}; a dropped cell with "
-          f"p_i (1 - {drop:.3g} / accuracy) (a true drop of {drop:.3g}) on every task; a slow cell is screened "
-          f"(screened(verdict, full_quality=False)): its first look, which for a task it runs once is "
-          f"{screen_documents:.0%} of the documents (quality.screen_documents); family {mix.cells} x {len(tasks)} = "
-          f"{mix.cells * len(tasks)}")
+def equal_power_designs(chosen: Sequence[Design]) -> list[Design]:
+    """The designs a regime measures: the fixed one, the three at equal per-task power, the last with the runner's
+    cell stop (same repeats), and the runner's design at the fixed repeats (the 2026-12-01 figure)."""
+    both = next(d for d in chosen if d.name == BOTH.name)
+    return [FIXED, *chosen, replace(BOTH, name=AT_FIXED), replace(both, name=CELL_STOP, cell_stop=True), PACKAGE]
+
+
+AT_FIXED = BOTH.name + ", fixed repeats"  # what the raised repeats buy: the same design at the fixed design's
+CELL_STOP = BOTH.name + " + cell stop"
+
+
+def measure(tasks: Sequence[Task], mix: Mix, *, what: str, label: str, seed: int, trials: int, search_trials: int,
+            check: int, offsets: Sequence[int] = OFFSETS, **kw) -> tuple[dict, list[Design]]:
+    """The equal-power search on its own draws, then every design measured on fresh ones (so the power reached is
+    not the search's luck). Returns report_mixed's figures and the designs."""
     start = time.perf_counter()
-    res = simulate(tasks, mix, margin=margin, alpha=alpha, drop=drop, broken_factor=broken_factor, trials=trials,
-                   seed=_seed(seed, f"{label}/mixed"), check=check, screen_documents=screen_documents)
-    _note(res, f"{label} mixed")
-    print(f"\n  -- mixed cells, {trials} simulated runs ({time.perf_counter() - start:.0f} s)")
-    mixed = report_mixed(res)
-    print(f"  (checked against the package's decide_look / final_alpha / decide_family: {res.agreed} of "
-          f"{res.checked} runs decided alike)")
-    null = None
+    chosen, seen = search_equal_power(tasks, mix, offsets=offsets, trials=search_trials,
+                                      seed=_seed(seed, f"{label}/{what}/search"), check=min(check, 1), **kw)
+    if seen:
+        _note(seen["result"], f"{label} {what} search")
+    print_search(seen, tasks, search_trials, time.perf_counter() - start)
+    if seen:
+        print(f"  (the search's runs checked against the package, every candidate design: {seen['result'].agreed} of "
+              f"{seen['result'].checked} runs decided alike)")
+    designs = equal_power_designs(chosen)
+    start = time.perf_counter()
+    res = simulate(tasks, mix, designs=designs, trials=trials, seed=_seed(seed, f"{label}/{what}/mixed"), check=check,
+                   **kw)
+    _note(res, f"{label} {what}")
+    print(f"\n  -- {what}: {trials} fresh simulated runs, every design on the same draws "
+          f"({time.perf_counter() - start:.0f} s)")
+    figures = report_mixed(res, label=what)
+    print(f"  (checked against the package's decide_look / final_alpha / decide_family, every design: {res.agreed} "
+          f"of {res.checked} runs decided alike)")
+    return figures, designs
+
+
+def run_regime(tasks: list[Task], mixes: Sequence[tuple[str, Mix]], *, margin: float, alpha: float, drop: float,
+               broken_factor: float, trials: int, null_trials: int, seed: int, check: int, label: str,
+               token_goal: float, points: float, boundary_trials: int = 0,
+               screen_documents: float = SCREEN_DOCUMENTS, search_trials: int = 2000,
+               offsets: Sequence[int] = OFFSETS) -> bool:
+    """mixes: (what, Mix), the first the headline (the null and boundary scenarios use its cells' fast / slow split
+    and its designs, plus any other mix's designs whose repeats differ)."""
+    kw = dict(margin=margin, alpha=alpha, drop=drop, broken_factor=broken_factor, screen_documents=screen_documents)
+    first = mixes[0][1]
+    print(f"\n  a broken cell answers with p_i x {broken_factor}; a dropped cell with p_i (1 - {drop:.3g} / accuracy) "
+          f"(a true drop of {drop:.3g}) on every task; a slow cell is screened where the design screens "
+          f"(screened(verdict, full_quality=False)): one repeat, which for a task it runs once is "
+          f"{screen_documents:.0%} of the documents (quality.screen_documents); family {first.cells} x {len(tasks)} "
+          f"= {first.cells * len(tasks)}")
+    measured, headline = [], []
+    for i, (what, mix) in enumerate(mixes):
+        print(f"\n  == {what}: {mix.describe()}")
+        figures, designs = measure(tasks, mix, what=what, label=label, seed=seed, trials=trials,
+                                   search_trials=search_trials, check=check, offsets=offsets, **kw)
+        measured.append(figures)
+        if i == 0:
+            headline = list(designs)
+        else:
+            for d in designs:
+                same = next((h for h in headline if h.name == d.name), None)
+                if same is not None and same.repeats != d.repeats:
+                    headline.append(replace(d, name=f"{d.name} [{what}]"))
+    null = boundary = None
     if null_trials:
-        null_mix = Mix(tuple(UNCHANGED for _ in mix.kinds), mix.fast)
+        null_mix = Mix(tuple(UNCHANGED for _ in first.kinds), first.fast)
         start = time.perf_counter()
-        nres = simulate(tasks, null_mix, margin=margin, alpha=alpha, drop=drop, broken_factor=broken_factor,
-                        trials=null_trials, seed=_seed(seed, f"{label}/null"), check=check,
-                        screen_documents=screen_documents)
+        nres = simulate(tasks, null_mix, designs=headline, trials=null_trials, seed=_seed(seed, f"{label}/null"),
+                        check=check, **kw)
         _note(nres, f"{label} null")
-        print(f"\n  -- null only: every one of {mix.cells} cells unchanged (the same fast / slow split), "
+        print(f"\n  -- null only: every one of {first.cells} cells unchanged (the same fast / slow split), "
               f"{null_trials} simulated runs ({time.perf_counter() - start:.0f} s)")
         null = report_null(nres)
         print(f"  (checked against the package: {nres.agreed} of {nres.checked} runs decided alike)")
     if boundary_trials:
-        edge = Mix(tuple(DROPPED for _ in mix.kinds), mix.fast)
+        edge = Mix(tuple(DROPPED for _ in first.kinds), first.fast)
         start = time.perf_counter()
-        bres = simulate(tasks, edge, margin=margin, alpha=alpha, drop=margin, broken_factor=broken_factor,
-                        trials=boundary_trials, seed=_seed(seed, f"{label}/boundary"), check=min(check, 2),
-                        screen_documents=screen_documents)
+        bres = simulate(tasks, edge, designs=headline, trials=boundary_trials, seed=_seed(seed, f"{label}/boundary"),
+                        check=min(check, 2), **{**kw, "drop": margin})
         _note(bres, f"{label} boundary")
-        print(f"\n  -- the least favourable null: every one of {mix.cells} cells truly worse by exactly the margin "
+        print(f"\n  -- the least favourable null: every one of {first.cells} cells truly worse by exactly the margin "
               f"({margin:.3g}) on every task (a 'worse' call is an error here), {boundary_trials} simulated runs "
               f"({time.perf_counter() - start:.0f} s)")
-        mixed["boundary"] = report_boundary(bres)
+        boundary = report_boundary(bres)
         print(f"  (checked against the package: {bres.agreed} of {bres.checked} runs decided alike)")
     print(f"\n  Done-when ({label}):")
-    lines = done_when(mixed, null, token_goal, points)
+    lines = done_when(measured, null, boundary, token_goal, points)
     print("\n".join(lines))
     return all("[NOT MET]" not in line for line in lines)
 
@@ -761,11 +989,19 @@ def from_run(args: argparse.Namespace) -> None:
     tasks = sized_tasks(sizes, consistency=rhos, margin=margin, alpha=alpha, cells=args.cells, p=probs,
                         cell_repeats=args.cell_repeats)
     print_tasks(tasks, args.cells, alpha)
-    mix = Mix.of(args.cells, args.broken_share, args.dropped_share, args.slow_share)
-    run_regime(tasks, mix, margin=margin, alpha=alpha, drop=args.drop_multiple * margin,
+    run_regime(tasks, mixes_of(args), margin=margin, alpha=alpha, drop=args.drop_multiple * margin,
                broken_factor=args.broken_factor, trials=args.from_run_trials, null_trials=args.from_run_trials,
                seed=args.seed, check=args.check, label="from run", token_goal=args.token_goal, points=args.points,
-               boundary_trials=args.from_run_trials, screen_documents=args.screen_documents)
+               boundary_trials=args.from_run_trials, screen_documents=args.screen_documents,
+               search_trials=args.from_run_trials)
+
+
+def mixes_of(args: argparse.Namespace) -> list[tuple[str, Mix]]:
+    """The stated mix, and the same without broken cells (unless there are none, or --no-without-broken)."""
+    out = [("the stated mix", Mix.of(args.cells, args.broken_share, args.dropped_share, args.slow_share))]
+    if args.broken_share > 0 and not args.no_without_broken:
+        out.append(("without broken cells", Mix.of(args.cells, 0.0, args.dropped_share, args.slow_share)))
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -774,6 +1010,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--null-trials", type=int, default=4000, help="simulated runs with every cell unchanged")
     parser.add_argument("--boundary-trials", type=int, default=2000,
                         help="simulated runs with every cell truly worse by exactly the margin")
+    parser.add_argument("--search-trials", type=int, default=2000,
+                        help="simulated runs of the equal-power search (its own draws; default 2000)")
+    parser.add_argument("--no-without-broken", action="store_true",
+                        help="measure the stated mix only, not also the same mix without broken cells")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check", type=int, default=6, help="runs per scenario also decided by the package")
     parser.add_argument("--tasks", default=SM120, help="name:docs:accuracy:tokens_per_answer,... (default sm120)")
@@ -810,12 +1050,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     tasks = sized_tasks(sizes, consistency=args.consistency, margin=args.margin, alpha=args.alpha, cells=args.cells,
                         cell_repeats=args.cell_repeats)
     print_tasks(tasks, args.cells, args.alpha)
-    mix = Mix.of(args.cells, args.broken_share, args.dropped_share, args.slow_share)
-    run_regime(tasks, mix, margin=args.margin, alpha=args.alpha, drop=args.drop_multiple * args.margin,
+    run_regime(tasks, mixes_of(args), margin=args.margin, alpha=args.alpha, drop=args.drop_multiple * args.margin,
                broken_factor=args.broken_factor, trials=args.trials, null_trials=args.null_trials, seed=args.seed,
                check=args.check, label="sm120" + (f", cells answer {args.cell_repeats}x" if args.cell_repeats else ""),
                token_goal=args.token_goal, points=args.points,
-               boundary_trials=args.boundary_trials, screen_documents=args.screen_documents)
+               boundary_trials=args.boundary_trials, screen_documents=args.screen_documents,
+               search_trials=args.search_trials)
     if args.from_run:
         from_run(args)
     print(f"\n{time.perf_counter() - start:.0f} s in all")
