@@ -65,6 +65,9 @@ class ProbesSection(_Strict):
     enabled: bool = True
     prompts: str | None = Field(None, description="JSONL of probes; default tasks/probes/default.jsonl")
     max_tokens: int = Field(64, gt=0)
+    reasoning_max_tokens: int = Field(2048, gt=0, description="the budget for a model that reasons (a "
+                                      "--reasoning-parser in its args, or thinking in its first answers): a loop in "
+                                      "the thinking starts thousands of characters in, past what 64 tokens see")
     concurrency: int = Field(4, gt=0)
     garbage_min_share: float = Field(0.5, gt=0, le=1, description="share of marked probe outputs that makes garbage")
     garbage_min_excess: float = Field(0.3, ge=0, le=1, description="...and by how much it must exceed the reference's")

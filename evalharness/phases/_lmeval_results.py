@@ -5,7 +5,8 @@
   the first aggregate lm-eval reports for it (its `aggregate_metric_list`), whose value is lm-eval's own pooling.
 - A group's samples come keyed by leaf task (mmlu_pro_biology, ...): every leaf's rows are kept, each naming its
   leaf, and each leaf's version and headline are recorded, so they can be paired per subtask.
-- Each row carries what the side file of the recording client kept of its answer (finish_reason, reasoning), and the
+- Each row carries what the side file of the recording client kept of its answer (finish_reason, reasoning, and
+  whether its chain ends inside a loop: detectors/loops.py), and the
   task's generation statistics count each request once (a document's filters share one answer).
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+from evalharness.phases.detectors.loops import loops_to_the_end
 
 NOT_METRICS = {"alias", "name", "sample_len", "sample_count", "samples"}
 
@@ -149,8 +152,13 @@ def sample_row(leaf: str, sample: dict[str, Any], answer: dict[str, Any] | None)
     if answer is not None:
         row.update(finish_reason=answer.get("finish_reason"), completion_tokens=answer.get("completion_tokens"),
                    reasoning=answer.get("reasoning"), stop_reason=answer.get("stop_reason"),
-                   answer_stop=answer.get("answer_stop"))
+                   answer_stop=answer.get("answer_stop"), loops=chain_loops(answer))
     return row
+
+
+def chain_loops(answer: dict[str, Any]) -> bool:
+    """The answer's chain (its reasoning, then its content) ends inside a loop (detectors/loops.py)."""
+    return loops_to_the_end(f"{answer.get('reasoning') or ''}\n{answer.get('content') or ''}".strip())
 
 
 def read_failures(path) -> list[dict]:
@@ -179,6 +187,8 @@ def generation_stats(answers: list[dict[str, Any]], failures: list[dict] | None 
     return {
         "requests": len(answers),
         "truncated": sum(a.get("finish_reason") == "length" for a in answers),
+        "looping": sum(chain_loops(a) for a in answers),
+        "truncated_looping": sum(a.get("finish_reason") == "length" and chain_loops(a) for a in answers),
         "empty": sum(not str(a.get("content") or "").strip() for a in answers),
         # ended by a stop string the engine matched (in the reasoning too: an empty answer with finish "stop")
         "stop_string": sum(isinstance(a.get("stop_reason"), str) for a in answers),

@@ -76,6 +76,19 @@ def _ask(api: Endpoint, model: str, probe: Probe, max_tokens: int,
         return ProbeOutput(id=probe.id, prompt=prompt, error=f"bad_answer: {type(exc).__name__}: {exc}")
 
 
+THINK_TAG = "<think>"
+
+
+def reasons(argv: list[str]) -> bool:
+    """A cell launched with a reasoning parser (vLLM's and SGLang's `--reasoning-parser`) serves a thinking model."""
+    return any(a == "--reasoning-parser" or a.startswith("--reasoning-parser=") for a in argv)
+
+
+def thought(outputs: list[ProbeOutput]) -> bool:
+    """Answers that carry thinking: a reasoning field, or a think tag left in the content (no parser configured)."""
+    return any(o.reasoning or THINK_TAG in (o.output or "") for o in outputs if o.error is None)
+
+
 def ask_all(base_url: str, model: str, probes: list[Probe], max_tokens: int, timeout_s: float,
             concurrency: int = 4, retries: int = 2, hung_after: int = 3,
             chat_template_kwargs: dict[str, Any] | None = None) -> tuple[list[ProbeOutput], RequestTally]:

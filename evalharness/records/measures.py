@@ -104,6 +104,8 @@ class GenerationStats(BaseModel):
 
     requests: int = 0  # generation requests whose answer was recorded (loglikelihood requests have none)
     truncated: int = 0  # finish_reason "length": cut off by max_gen_toks
+    looping: int = 0  # the chain (reasoning and answer) ends inside a loop (phases/detectors/loops.py)
+    truncated_looping: int = 0  # cut off while looping; truncated - truncated_looping: cut off while still reasoning
     with_reasoning: int = 0  # answers that carried reasoning (reasoning_content, or text before think_end_token)
     mean_completion_tokens: float | None = None  # usage.completion_tokens: reasoning and answer together
     mean_reasoning_chars: float | None = None  # over every recorded answer (0 for one without reasoning)
@@ -207,6 +209,8 @@ class ProbeSummary(BaseModel):
     reason: str
     offending: list[ProbeOutput] = []
     seconds: float
+    max_tokens: int | None = None  # the budget each probe was answered within
+    reasoning: bool = False  # the cell reasons, so its probes had the reasoning budget
 
 
 class RequestTally(BaseModel):

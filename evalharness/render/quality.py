@@ -64,13 +64,23 @@ def _documents(score: TaskScore) -> str:
     return str(score.n)
 
 
+def _looping(stats: GenerationStats, ref: GenerationStats | None) -> str:
+    """How many of the cut answers were cut while looping (the rest while still reasoning), and loops that ended."""
+    if not stats.looping and not (ref and ref.looping):
+        return ""
+    words = f"; {stats.truncated_looping} while looping, {stats.truncated - stats.truncated_looping} still reasoning"
+    if stats.looping > stats.truncated_looping:
+        words += f"; {stats.looping - stats.truncated_looping} more end in a loop"
+    return words + (f" (reference: {ref.truncated_looping} while looping)" if ref else "")
+
+
 def _generation(stats: GenerationStats | None, ref: GenerationStats | None) -> list[str]:
     if stats is None or not stats.requests:
         return ["", "", "", _endings(stats, ref)]
     ref = ref if ref is not None and ref.requests else None
     return [
         f"{_share(stats.truncated_share)} ({stats.truncated}/{stats.requests})"
-        + _versus(stats.truncated_share, ref.truncated_share if ref else None),
+        + _versus(stats.truncated_share, ref.truncated_share if ref else None) + _looping(stats, ref),
         _mean(stats.mean_completion_tokens) + _versus(stats.mean_completion_tokens,
                                                       ref.mean_completion_tokens if ref else None),
         (_mean(stats.mean_reasoning_chars) + _versus(stats.mean_reasoning_chars, ref.mean_reasoning_chars if ref else None)
@@ -98,7 +108,8 @@ def quality_section(run: RunResult) -> list[str]:
             "Headline: the metric and filter the task's own lm-eval config puts first; drift, flips, the gate and "
             "baselines pair per document on it (a group pools its subtasks as lm-eval aggregates them; per subtask "
             "in `cells/<id>/quality/<task>/summary.json`). Cut off: answers that hit the token limit (finish_reason "
-            "length), per request; tokens: completion tokens, reasoning included; reasoning: mean characters of "
+            "length), per request, and of them those cut while looping (the chain ends in a unit repeated back to "
+            "back, phases/detectors/loops.py) or still reasoning; tokens: completion tokens, reasoning included; reasoning: mean characters of "
             "reasoning_content, kept per sample in samples.jsonl and never scored; ended: empty answers (scored "
             "wrong whatever the reasoning said), answers a stop string the engine matched ended (with `stop_strings: "
             "engine` it matches inside the reasoning), requests that failed and were sent again (a request is timed "

@@ -17,6 +17,7 @@ from evalharness.render.drift import drift_section, interval_text, verdict_text
 from evalharness.render.load import figure_text, load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.numerics import kl_text, numerics_section
+from evalharness.render.probes import garbage_section, probe_budget_lines
 from evalharness.render.quality import quality_section
 from evalharness.render.recommend import recommendation_lines
 from evalharness.render.server import server_section
@@ -69,6 +70,7 @@ def render_markdown(run: RunResult) -> str:
         ])
     header = ["cell", "status", "phase", "startup s", "garbage probes", *(md_text(t) for t in tasks), "reason", "warnings"]
     parts.append(markdown_table(header, rows))
+    parts += probe_budget_lines(run)
     relaunched = [(cid, note) for cid in run.cell_order if run.cells.get(cid)
                   for note in run.cells[cid].port_relaunches]
     if relaunched:
@@ -81,7 +83,7 @@ def render_markdown(run: RunResult) -> str:
                       "`cells/<id>/quality/<task>/`."]
     parts += ["", *quality_section(run), *drift_section(run), *numerics_section(run), *throughput_section(run), *timing_section(run),
               *server_section(run),
-              *_garbage_section(run), *_differences_section(run)]
+              *garbage_section(run), *_differences_section(run)]
     parts += _no_effect_section(run)
     parts += _warnings_section(run)
     parts += _requests_section(run)
@@ -216,23 +218,6 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
     for cell in bad[:limit]:
         lines.append(f"- `{cell.id}` **{cell.status}**: {md_text(cell.reason or '', 160)}")
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _garbage_section(run: RunResult) -> list[str]:
-    cells = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status == "garbage"]
-    if not cells:
-        return []
-    out = ["## Garbage", ""]
-    for cell in cells:
-        if cell.probes is None:  # judged garbage elsewhere than by its probes (records written by other tools)
-            out += [f"### `{cell.id}`", "", md_text(cell.reason or "garbage", 500) + ".", ""]
-            continue
-        out += [f"### `{cell.id}`", "", md_text(cell.probes.reason, 500) + ".", ""]
-        for sample in cell.probes.offending[:2]:
-            fired = ", ".join(f"{f['detector']} ({f['evidence']})" for f in sample.findings)
-            out += [f"Prompt {md_text(sample.id)}: {md_text(sample.prompt, 120)}", "",
-                    f"Detectors: {md_text(fired, 400)}", "", code_block(sample.output[:600]), ""]
-    return out
 
 
 def _differences_section(run: RunResult) -> list[str]:

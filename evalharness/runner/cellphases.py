@@ -17,7 +17,7 @@ from evalharness.analysis.speed import FLOOR
 from evalharness.analysis.sequential import decide_look, look_levels, screened
 from evalharness.matrix.quality import default_looks
 from evalharness.matrix.schema import Matrix, Scenario
-from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes
+from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes, reasons, thought
 from evalharness.phases.quality import SHIPPED_TASKS, run_quality
 from evalharness.phases.retries import ServerDied, judge_tally
 from evalharness.phases.throughput.client import LoadClient
@@ -149,10 +149,18 @@ def probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id
     state.phase = "probes"
     probe_set = load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
     begin = time.monotonic()
-    outputs, tally = ask_all(state.plan.base_url, state.plan.served_model_name, probe_set, matrix.probes.max_tokens,
-                             matrix.timeouts.request_s, matrix.probes.concurrency, retries=matrix.requests.retries,
-                             hung_after=matrix.requests.hung_after,
-                             chat_template_kwargs=matrix.probes.chat_template_kwargs)
+    reasoning = reasons(state.plan.argv)
+
+    def ask(budget: int):
+        return ask_all(state.plan.base_url, state.plan.served_model_name, probe_set, budget,
+                       matrix.timeouts.request_s, matrix.probes.concurrency, retries=matrix.requests.retries,
+                       hung_after=matrix.requests.hung_after, chat_template_kwargs=matrix.probes.chat_template_kwargs)
+
+    outputs, tally = ask(matrix.probes.reasoning_max_tokens if reasoning else matrix.probes.max_tokens)
+    if not reasoning and thought(outputs) and matrix.probes.reasoning_max_tokens > matrix.probes.max_tokens:
+        # thinking without a parser in the args: asked again with room for the thinking to show a loop
+        reasoning = True
+        outputs, tally = ask(matrix.probes.reasoning_max_tokens)
     if not alive():
         raise ServerDied("the server exited during the probes")
     save_probe_outputs(state.cell_dir / "probes.jsonl", outputs)
@@ -160,6 +168,8 @@ def probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id
         state.run_dir / "cells" / reference_id / "probes.jsonl")
     summary = judge_outputs(outputs, probe_set, reference, matrix.probes.garbage_min_share,
                             matrix.probes.garbage_min_excess, time.monotonic() - begin)
+    summary.max_tokens = matrix.probes.reasoning_max_tokens if reasoning else matrix.probes.max_tokens
+    summary.reasoning = reasoning
     state.probes = summary
     judge_requests(matrix, state, "probes", tally, alive)
     if summary.total == 0:

@@ -94,7 +94,8 @@ def test_summary_of_a_multi_filter_task_names_the_configs_headline_and_counts_ea
     summary, rows = summarize("gsm8k", results, answers, failures=[{"key": "a"}, {"key": "a"}, {"key": "b"}])
     assert (summary["headline"], summary["value"], summary["stderr"]) == ("exact_match,strict-match", 0.5, 0.1)
     assert len(rows) == 4 and rows[0]["reasoning"] == "abcd" and rows[0]["task"] == "gsm8k"
-    assert summary["generation"] == {"requests": 2, "truncated": 1, "with_reasoning": 1, "mean_completion_tokens": 15.0,
+    assert summary["generation"] == {"requests": 2, "truncated": 1, "looping": 0, "truncated_looping": 0,
+                                     "with_reasoning": 1, "mean_completion_tokens": 15.0,
                                      "mean_reasoning_chars": 2.0, "mean_reasoning_tokens": None, "empty": 1,
                                      "stop_string": 1, "failed_attempts": 3, "retried_requests": 2}
     assert rows[0]["stop_reason"] == "Question:"

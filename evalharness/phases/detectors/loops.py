@@ -116,3 +116,16 @@ def loop_repeat(sample: Sample) -> Finding | None:
     if found.repeats >= LOOP_REPEATS and (found.at_end or found.share >= LOOP_MIN_SHARE):
         return Finding(detector="loop", strength="hard", evidence=evidence)
     return Finding(detector="loop", strength="soft", evidence=evidence)
+
+
+def loops_to_the_end(text: str) -> bool:
+    """A chain (thinking and answer) that ends inside a loop: a unit of any length, a letter in it, back to back at
+    least LOOP_REPEATS times over LOOP_MIN_TOKENS tokens up to the last token. Beside finish_reason "length" this
+    tells "cut off while looping" from "cut off while still reasoning" (the quality phase's secondary endpoint)."""
+    found = longest_loop(text, min_repeats=LOOP_REPEATS)
+    if found is not None and found.at_end and found.length >= LOOP_MIN_TOKENS:
+        return True
+    # the longest loop may lie earlier; the one the text ends in is what a budget cut
+    tail = text[-4000:]
+    found = longest_loop(tail, min_repeats=LOOP_REPEATS)
+    return found is not None and found.at_end and found.length >= LOOP_MIN_TOKENS
