@@ -14,14 +14,15 @@ a loop runs until it is cut off. So:
 - hard: at least LOOP_REPEATS copies back to back covering at least LOOP_MIN_TOKENS tokens, and either the
   repeated stretch runs to the end of the text (cut off inside the loop) or it covers LOOP_MIN_SHARE of the text;
 - soft: at least SOFT_REPEATS copies over LOOP_MIN_TOKENS tokens anywhere (it needs a second soft finding).
-Units without a letter ('0 0 0', '| --- |') are left to word_repeat and char_run, which know tables and matrices,
-and units shorter than LOOP_MIN_PERIOD tokens to word_repeat and phrase_repeat, which know refrains, chants and
+A unit without a letter ('= (16 * 315) / 10 =', '1 +') counts only when it runs to the end of the text
+LETTERLESS_REPEATS times or more: a table's rule or a matrix's rows repeat by design, but not until the budget.
+The detector leaves units shorter than LOOP_MIN_PERIOD tokens to word_repeat and phrase_repeat, which know refrains, chants and
 laughter (a healthy 135M model sings 'A lullaby, a lullaby,' twenty times; the corpus calls that healthy, and the
 cell's verdict against the reference's share is what judges it): counting such a loop twice would make two soft
 findings of one.
 
-numpy only (no library finds tandem repeats in a token sequence); a 32,000-character chain of thought takes about
-10 ms (MAX_PERIOD comparisons of the token array with itself). Imports nothing outside phases/detectors.
+numpy only (no library finds tandem repeats in a token sequence); a 110,000-character chain of thought takes 30-60
+ms on 2 cores, the 13 loops and 24 healthy chains of the reasoning corpus (below) 6 s in all (MAX_PERIOD comparisons of the token array with itself). Imports nothing outside phases/detectors.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ MAX_PERIOD = 600  # tokens: a paragraph of about 450 words
 MAX_TOKENS = 24_000  # the last tokens looked at (a loop runs to the end; older text cannot hide one there)
 LOOP_REPEATS, SOFT_REPEATS = 4, 3
 LOOP_MIN_TOKENS = 48
+LETTERLESS_REPEATS = 8  # a unit with no letter ('= (16 * 315) / 10', '1 +') counts only to the end, this often
 LOOP_MIN_PERIOD = 12  # tokens: about a sentence; shorter units are phrase_repeat's (n-grams of 4 to 8 words)
 LOOP_MIN_SHARE = 0.3
 
@@ -79,9 +81,9 @@ def _primitive(unit: np.ndarray) -> int:
 
 
 def longest_loop(text: str, min_repeats: float = SOFT_REPEATS, min_period: int = 1) -> Loop | None:
-    """The longest stretch of `text` that repeats one unit (of a letter-bearing token or more, of at least
-    `min_period` tokens and not itself a repeat of a shorter one) back to back at least `min_repeats` times; ties go
-    to the shorter unit. None when there is none (pure)."""
+    """The longest stretch of `text` that repeats one unit (of at least `min_period` tokens and not itself a repeat of
+    a shorter one; a unit without a letter only to the end of the text) back to back at least `min_repeats` times;
+    ties go to the shorter unit. None when there is none (pure)."""
     codes, matches = _tokens(text)
     n = len(codes)
     has_letter = np.fromiter((any(ch.isalpha() for ch in m.group(0)) for m in matches), dtype=bool, count=n)
@@ -98,8 +100,11 @@ def longest_loop(text: str, min_repeats: float = SOFT_REPEATS, min_period: int =
         if length < min_repeats * period or (best is not None and length <= best.length):
             continue
         start = int(starts[index])
-        if not has_letter[start : start + period].any() or _primitive(codes[start : start + period]) < min_period:
+        if _primitive(codes[start : start + period]) < min_period:
             continue
+        if not has_letter[start : start + period].any() and (start + length < n - 2 or length < LETTERLESS_REPEATS
+                                                               * period):
+            continue  # numbers and symbols: a loop only when it runs to the end, LETTERLESS_REPEATS times or more
         unit = text[matches[start].start() : matches[start + period - 1].end()]
         best = Loop(period=period, start=start, length=length, total=n, unit=unit)
     return best
