@@ -39,7 +39,7 @@ def load(path: Path) -> list[dict]:
 
 def references(records: list[dict]) -> dict[str, str]:
     """The healthy float32 engine's answer to each prompt: what the reference cell would have said."""
-    return {r["prompt"]: r["text"] for r in records if r["source"] == "engine:healthy-float32" and r["prompt"]
+    return {r["prompt"]: r["text"] for r in records if r["source"] == "engine:healthy-float32" and r.get("prompt")
             and r["label"] == "healthy" and "chat request {" not in r["how"]}  # not a request-parameter fault
 
 
@@ -54,7 +54,7 @@ def evaluate(records: list[dict], refs: dict[str, str] | None = None) -> dict:
             ref = None
         verdict = judge(Sample(output=r["text"], prompt=r.get("prompt"), finish_reason=r.get("finish_reason"),
                                expect_stop=r.get("expect_stop", False), reference_output=ref))
-        truth = r["label"] == "garbage"
+        truth = r["label"] != "healthy"  # garbage, or a loop (a reasoning corpus labels loops apart)
         tp += truth and verdict.garbage
         fp += (not truth) and verdict.garbage
         fn += truth and not verdict.garbage
