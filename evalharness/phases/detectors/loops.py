@@ -22,7 +22,8 @@ cell's verdict against the reference's share is what judges it): counting such a
 findings of one.
 
 numpy only (no library finds tandem repeats in a token sequence); a 110,000-character chain of thought takes 30-60
-ms on 2 cores, the 13 loops and 24 healthy chains of the reasoning corpus (below) 6 s in all (MAX_PERIOD comparisons of the token array with itself). Imports nothing outside phases/detectors.
+ms on 2 cores (the probes' detector); the quality phase's end-of-chain check reads only the last 3,000 tokens,
+about 2 ms a chain on the 38 chains of the reasoning corpus (docs/quality.md) (MAX_PERIOD comparisons of the token array with itself). Imports nothing outside phases/detectors.
 """
 
 from __future__ import annotations
@@ -123,14 +124,29 @@ def loop_repeat(sample: Sample) -> Finding | None:
     return Finding(detector="loop", strength="soft", evidence=evidence)
 
 
+TAIL_TOKENS = (LOOP_REPEATS + 1) * MAX_PERIOD  # room for the longest unit's copies at the end of a chain
+TAIL_CHARS = 40_000  # characters enough for TAIL_TOKENS tokens: only the end of a long chain is tokenised
+
+
 def loops_to_the_end(text: str) -> bool:
-    """A chain (thinking and answer) that ends inside a loop: a unit of any length, a letter in it, back to back at
-    least LOOP_REPEATS times over LOOP_MIN_TOKENS tokens up to the last token. Beside finish_reason "length" this
-    tells "cut off while looping" from "cut off while still reasoning" (the quality phase's secondary endpoint)."""
-    found = longest_loop(text, min_repeats=LOOP_REPEATS)
-    if found is not None and found.at_end and found.length >= LOOP_MIN_TOKENS:
-        return True
-    # the longest loop may lie earlier; the one the text ends in is what a budget cut
-    tail = text[-4000:]
-    found = longest_loop(tail, min_repeats=LOOP_REPEATS)
-    return found is not None and found.at_end and found.length >= LOOP_MIN_TOKENS
+    """A chain (thinking and answer) that ends inside a loop: some unit back to back at least LOOP_REPEATS times over
+    LOOP_MIN_TOKENS tokens up to the last token (a unit without a letter LETTERLESS_REPEATS times). Beside
+    finish_reason "length" this tells "cut off while looping" from "cut off while still reasoning" (the quality
+    phase's secondary endpoint). Only the end is read: per period, the run of matches that reaches the last token,
+    so it costs a few milliseconds on a chain of any length (it runs on every quality answer)."""
+    matches = list(TOKEN.finditer(text[-TAIL_CHARS:]))[-TAIL_TOKENS:]
+    ids: dict[str, int] = {}
+    codes = np.fromiter((ids.setdefault(m.group(0).lower(), len(ids)) for m in matches), dtype=np.int64,
+                        count=len(matches))
+    n = len(codes)
+    for period in range(1, min(MAX_PERIOD, n // 2) + 1):
+        same = codes[period:] == codes[:-period]
+        if not same[-1] and not (len(same) > 1 and same[-2]):  # a word cut by max_tokens leaves one token unmatched
+            continue
+        end = len(same) if same[-1] else len(same) - 1
+        misses = np.flatnonzero(~same[:end])
+        length = end - (int(misses[-1]) + 1 if len(misses) else 0) + period
+        letter = any(ch.isalpha() for m in matches[n - length : n - length + period] for ch in m.group(0))
+        if length >= LOOP_MIN_TOKENS and length >= (LOOP_REPEATS if letter else LETTERLESS_REPEATS) * period:
+            return True
+    return False
