@@ -135,14 +135,27 @@ class RunResult:
 
 
 
-def _task_tests(ref: np.ndarray, cell: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
-    """For a (T, n) reference and (T, C, n) cells: (p_above(margin), noninferior) per (T, C), as
-    `paired_evidence(ref, cell)` then `decide` compute them (noninferior: the 90% interval's upper end below the
-    margin, which for a test decreasing in delta is statistic(margin) < -q(0.95))."""
+@dataclass
+class Tests:
+    """Per (trial, cell): the one-sided p-values of "drop >= margin" (small: credibly below the margin; the gate's
+    pass), of "drop <= -margin" and of "drop <= margin" (small: credibly worse)."""
+
+    p_below_margin: np.ndarray
+    p_above_minus_margin: np.ndarray
+    p_above_margin: np.ndarray
+
+    @property
+    def p_equivalent(self) -> np.ndarray:
+        return np.maximum(self.p_below_margin, self.p_above_minus_margin)
+
+
+def task_tests(ref: np.ndarray, cell: np.ndarray, margin: float) -> Tests:
+    """For a (T, n) reference and (T, C, n) cells: `paired_evidence(ref, cell)`'s one-sided p-values at +-margin,
+    replicated in numpy (0/1 on both sides: Tango's score test; otherwise the t-test over documents, with the
+    package's fallbacks where the differences do not vary)."""
     n = ref.shape[-1]
     drops = ref[:, None, :] - cell
-    binary = (np.all((ref == 0) | (ref == 1), axis=-1)[:, None]
-              & np.all((cell == 0) | (cell == 1), axis=-1))
+    binary = (np.all((ref == 0) | (ref == 1), axis=-1)[:, None] & np.all((cell == 0) | (cell == 1), axis=-1))
     lost = np.sum(drops == 1, axis=-1).astype(float)
     gained = np.sum(drops == -1, axis=-1).astype(float)
     estimate = np.sum(drops, axis=-1) / n
@@ -150,28 +163,42 @@ def _task_tests(ref: np.ndarray, cell: np.ndarray, margin: float) -> tuple[np.nd
     flat = ~binary & (se < 1e-12)
     still = flat & (np.abs(estimate) < 1e-12)  # no spread and no drop: the score test of no flips
     score = binary | still
-    lost = np.where(still, 0.0, lost)
-    gained = np.where(still, 0.0, gained)
+    lost, gained = np.where(still, 0.0, lost), np.where(still, 0.0, gained)
     se = np.where(flat & ~still, 1.0 / n, se)
-    z_score = tango_z(lost, gained, n, margin)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z_t = np.where(se > 0, (estimate - margin) / np.where(se > 0, se, 1.0), np.sign(estimate - margin) * np.inf)
-    p_score = 1.0 - norm.cdf(z_score)
-    p_t = 1.0 - student_t.cdf(z_t, n - 1)
-    p_above = np.where(score, p_score, p_t)
-    noninferior = np.where(score, z_score < -norm.ppf(0.95), z_t < -student_t.ppf(0.95, n - 1))
-    return p_above, noninferior
+
+    def t_cdf(delta: float) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(se > 0, (estimate - delta) / np.where(se > 0, se, 1.0), np.sign(estimate - delta) * np.inf)
+        return student_t.cdf(z, n - 1)
+
+    def cdf(delta: float) -> np.ndarray:
+        return np.where(score, norm.cdf(tango_z(lost, gained, n, delta)), t_cdf(delta))
+
+    return Tests(p_below_margin=cdf(margin), p_above_minus_margin=1.0 - cdf(-margin),
+                 p_above_margin=1.0 - cdf(margin))
 
 
-def _holm_reject(p: np.ndarray, alpha: float) -> np.ndarray:
-    """Holm over the last axis, as statsmodels' multipletests computes it: adjusted < alpha."""
+def _task_tests(ref: np.ndarray, cell: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    """(p_above(margin), noninferior) per (T, C), as `decide` computes them (noninferior: the 90% interval's upper
+    end below the margin, the one-sided test of "drop >= margin" at 5%)."""
+    tests = task_tests(ref, cell, margin)
+    return tests.p_above_margin, tests.p_below_margin < 0.05
+
+
+def holm_adjusted(p: np.ndarray) -> np.ndarray:
+    """Holm-adjusted p-values over the last axis, as statsmodels' multipletests computes them."""
     k = p.shape[-1]
     order = np.argsort(p, axis=-1, kind="stable")
     ranked = np.take_along_axis(p, order, axis=-1) * np.arange(k, 0, -1)
     adjusted_sorted = np.minimum(1.0, np.maximum.accumulate(ranked, axis=-1))
     adjusted = np.empty_like(adjusted_sorted)
     np.put_along_axis(adjusted, order, adjusted_sorted, axis=-1)
-    return adjusted < alpha
+    return adjusted
+
+
+def _holm_reject(p: np.ndarray, alpha: float) -> np.ndarray:
+    """Holm over the last axis: adjusted < alpha."""
+    return holm_adjusted(p) < alpha
 
 
 def _decide_fast(refs: list[np.ndarray], cells: list[np.ndarray], margin: float,

@@ -45,17 +45,16 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import norm, t as student_t
 
 HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
-from benchmarks.gate_false_alarms import TaskSpec  # noqa: E402
+from benchmarks.gate_false_alarms import TaskSpec, holm_adjusted, task_tests  # noqa: E402
 from evalharness.analysis import sizing  # noqa: E402
 from evalharness.analysis.equivalence import p_equivalent  # noqa: E402
 from evalharness.analysis.recommend import controlled_choice, equivalence_p  # noqa: E402
-from evalharness.analysis.stats import paired_evidence, tango_z  # noqa: E402
+from evalharness.analysis.stats import paired_evidence  # noqa: E402
 from evalharness.records.drift import CellDrift, TaskDrift  # noqa: E402
 
 CHECK_FAILURES: list[str] = []
@@ -69,49 +68,6 @@ def cell_probabilities(p: np.ndarray, accuracy: float, change: float) -> np.ndar
     if change >= 0:
         return np.clip(p * (1 - change / accuracy), 0.0, 1.0)
     return np.clip(1 - (1 - p) * (1 + change / (1 - accuracy)), 0.0, 1.0)
-
-
-@dataclass
-class Tests:
-    """Per (trial, cell): the one-sided p-values of "drop >= margin" (small: credibly below the margin; the gate's
-    pass), of "drop <= -margin" and of "drop <= margin" (small: credibly worse)."""
-
-    p_below_margin: np.ndarray
-    p_above_minus_margin: np.ndarray
-    p_above_margin: np.ndarray
-
-    @property
-    def p_equivalent(self) -> np.ndarray:
-        return np.maximum(self.p_below_margin, self.p_above_minus_margin)
-
-
-def task_tests(ref: np.ndarray, cell: np.ndarray, margin: float) -> Tests:
-    """For a (T, n) reference and (T, C, n) cells: `paired_evidence(ref, cell)`'s one-sided p-values at +-margin,
-    replicated in numpy (0/1 on both sides: Tango's score test; otherwise the t-test over documents, with the
-    package's fallbacks where the differences do not vary)."""
-    n = ref.shape[-1]
-    drops = ref[:, None, :] - cell
-    binary = (np.all((ref == 0) | (ref == 1), axis=-1)[:, None] & np.all((cell == 0) | (cell == 1), axis=-1))
-    lost = np.sum(drops == 1, axis=-1).astype(float)
-    gained = np.sum(drops == -1, axis=-1).astype(float)
-    estimate = np.sum(drops, axis=-1) / n
-    se = np.sqrt(n / (n - 1) * np.sum((drops - estimate[..., None]) ** 2, axis=-1)) / n
-    flat = ~binary & (se < 1e-12)
-    still = flat & (np.abs(estimate) < 1e-12)  # no spread and no drop: the score test of no flips
-    score = binary | still
-    lost, gained = np.where(still, 0.0, lost), np.where(still, 0.0, gained)
-    se = np.where(flat & ~still, 1.0 / n, se)
-
-    def t_cdf(delta: float) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(se > 0, (estimate - delta) / np.where(se > 0, se, 1.0), np.sign(estimate - delta) * np.inf)
-        return student_t.cdf(z, n - 1)
-
-    def cdf(delta: float) -> np.ndarray:
-        return np.where(score, norm.cdf(tango_z(lost, gained, n, delta)), t_cdf(delta))
-
-    return Tests(p_below_margin=cdf(margin), p_above_minus_margin=1.0 - cdf(-margin),
-                 p_above_margin=1.0 - cdf(margin))
 
 
 def draw(task: TaskSpec, rng: np.random.Generator, trials: int, changes: Sequence[float]) -> tuple[np.ndarray,
@@ -148,13 +104,7 @@ class Choice:
 def _holm_first(p: np.ndarray, alpha: float) -> np.ndarray:
     """Per row of (T, K) p-values in speed order: the first index whose Holm-adjusted p is below alpha (-1: none),
     as `controlled_choice` computes it."""
-    k = p.shape[-1]
-    order = np.argsort(p, axis=-1, kind="stable")
-    ranked = np.take_along_axis(p, order, axis=-1) * np.arange(k, 0, -1)
-    adjusted_sorted = np.minimum(1.0, np.maximum.accumulate(ranked, axis=-1))
-    adjusted = np.empty_like(adjusted_sorted)
-    np.put_along_axis(adjusted, order, adjusted_sorted, axis=-1)
-    kept = adjusted < alpha
+    kept = holm_adjusted(p) < alpha
     return np.where(kept.any(axis=-1), np.argmax(kept, axis=-1), -1)
 
 

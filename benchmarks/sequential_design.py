@@ -72,6 +72,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
+from benchmarks.gate_false_alarms import holm_adjusted  # noqa: E402
 from evalharness.analysis import sizing  # noqa: E402
 from evalharness.analysis.equivalence import cell_outcome, decide_family  # noqa: E402
 from evalharness.analysis.sequential import (decide_look, default_looks, final_alpha, look_levels,  # noqa: E402
@@ -233,17 +234,6 @@ def _score_interval(n: int, lost: int, gained: int, confidence: float) -> tuple[
     """The package's own score-test interval (it depends only on the flips and n)."""
     return PairedEvidence(method="score", n=n, estimate=(lost - gained) / n, lost=lost,
                           gained=gained).interval(confidence)
-
-
-def holm_adjusted(p: np.ndarray) -> np.ndarray:
-    """stats.holm over the last axis."""
-    m = p.shape[-1]
-    order = np.argsort(p, axis=-1)
-    ranked = np.take_along_axis(p, order, axis=-1) * (m - np.arange(m))
-    stepped = np.minimum(1.0, np.maximum.accumulate(ranked, axis=-1))
-    out = np.empty_like(stepped)
-    np.put_along_axis(out, order, stepped, axis=-1)
-    return out
 
 
 # -------------------------------------------------------------------------------------------------- the simulation
