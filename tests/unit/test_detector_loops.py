@@ -72,3 +72,23 @@ def test_latex_is_not_read_as_words_so_its_variable_names_cannot_read_as_reverse
     assert {"then", "and", "with", "the", "identity", "holds"} <= set(words)
     assert reversed_text(Sample(output=line)) is None
     assert reversed_text(Sample(output=".gnirts a sesrever taht noitcnuf a etirw ot woh si siht")) is not None
+
+
+def test_a_short_unit_repeated_to_the_budget_after_a_chain_of_reasoning_is_a_loop():
+    chain = "".join(f"Bale {k} weighs {70 + k} pounds, so {k} bales weigh {k * (70 + k)} in all; adding the "
+                    f"{k + 2} sacks of oats at 65 pounds gives {k * (70 + k) + 65 * (k + 2)}. " for k in range(1, 9))
+    looping = chain + "Wait, 3150 + 50 is 3200? " * 12 + "Wait, 3150 + 50"
+    finding = loop_repeat(Sample(output=looping))
+    assert finding is not None and finding.strength == "hard" and "at the end" in finding.evidence
+    assert loop_repeat(Sample(output=chain + "So the answer is 4500.")) is None
+    # the same refrain as the whole of a short answer is the phrase detectors' to judge (soft), not this one's
+    assert loop_repeat(Sample(output="Wait, 3150 + 50 is 3200? " * 12)) is None
+
+
+def test_latin_terms_inside_chinese_reasoning_are_not_judged_as_english_prose():
+    text = ("嗯，我需要总结这个Zig代码文件的主要函数流程。首先，结构体Object有很多字段，比如offset、path、sections、"
+            "symtab等等，这些应该都是用来存储目标文件的各种信息。然后看button center event tick command size widget "
+            "surface这些组件的作用，最后整理调用顺序。")
+    assert prose_words(text) == []
+    assert not judge(Sample(output=text)).garbage
+    assert prose_words("The sections and symtab fields store the object file's data.")  # English prose is still read

@@ -84,9 +84,18 @@ IDENTIFIER = re.compile(r"[_\d@(]|://|\w\.\w")  # snake_case, digits, e-mail, ca
 LATEX = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|\\\(.*?\\\)|\\\[.*?\\\]|\\[A-Za-z]+|\\.|[_^]\{[^}]*\}", re.S)
 
 
+EMBEDDED_SHARE = 0.3  # CJK letters at least this share of a text's letters: its Latin words are embedded terms
+
+
 def prose_words(text: str, min_len: int = 2, fold_case: bool = True) -> list[str]:
     """Words of prose in the scripts the tables cover; identifiers (camelCase, snake_case, ALLCAPS, words with digits),
-    URLs and inline code are left out, since they are not meant to be dictionary words."""
+    URLs and inline code are left out, since they are not meant to be dictionary words. In a text written mostly in
+    CJK, the Latin words are terms it mentions ('button center等 event tick' in a Chinese account of a Zig file), not
+    prose: none are returned (DeepSeek-R1's Chinese reasoning about code was marked letter and word salad, 6 of 24
+    healthy chains, before this)."""
+    letters = scripts(text)
+    if letters and letters["CJK"] >= EMBEDDED_SHARE * sum(letters.values()):
+        return []
     text = "\n".join(line for line in prose(text).splitlines() if not is_code_line(line))
     text = re.sub(r"`[^`]*`", " ", text)
     text = LATEX.sub(" ", text)  # maths: '$ab = ba$', '\\frac{x}{y}': short variable names are not reversed words

@@ -16,6 +16,8 @@ a loop runs until it is cut off. So:
 - soft: at least SOFT_REPEATS copies over LOOP_MIN_TOKENS tokens anywhere (it needs a second soft finding).
 A unit without a letter ('= (16 * 315) / 10 =', '1 +') counts only when it runs to the end of the text
 LETTERLESS_REPEATS times or more: a table's rule or a matrix's rows repeat by design, but not until the budget.
+A unit shorter than LOOP_MIN_PERIOD is a hard finding only at the end of a chain that reasoned first
+(SHORT_END_REPEATS copies, under SHORT_END_SHARE of the text: QwQ's 'Wait, 3150 + 50 is 3200?' to the budget).
 The detector leaves units shorter than LOOP_MIN_PERIOD tokens to word_repeat and phrase_repeat, which know refrains, chants and
 laughter (a healthy 135M model sings 'A lullaby, a lullaby,' twenty times; the corpus calls that healthy, and the
 cell's verdict against the reference's share is what judges it): counting such a loop twice would make two soft
@@ -41,7 +43,8 @@ MAX_PERIOD = 600  # tokens: a paragraph of about 450 words
 MAX_TOKENS = 24_000  # the last tokens looked at (a loop runs to the end; older text cannot hide one there)
 LOOP_REPEATS, SOFT_REPEATS = 4, 3
 LOOP_MIN_TOKENS = 48
-LETTERLESS_REPEATS = 8  # a unit with no letter ('= (16 * 315) / 10', '1 +') counts only to the end, this often
+LETTERLESS_REPEATS = 5  # a unit with no letter ('= (16 * 315) / 10', '1 +') counts only to the end, this often
+SHORT_END_REPEATS, SHORT_END_SHARE = 8, 1 / 3  # a short unit at the end of a chain that reasoned before it
 LOOP_MIN_PERIOD = 12  # tokens: about a sentence; shorter units are phrase_repeat's (n-grams of 4 to 8 words)
 LOOP_MIN_SHARE = 0.3
 
@@ -115,38 +118,65 @@ def loop_repeat(sample: Sample) -> Finding | None:
     """A unit of any length repeated back to back (see the module docstring for the thresholds)."""
     found = longest_loop(sample.output, min_period=LOOP_MIN_PERIOD)
     if found is None or found.length < LOOP_MIN_TOKENS:
-        return None
+        return _short_loop_at_the_end(sample.output)
     unit = " ".join(found.unit.split())
     evidence = (f"{clip(unit, 70)!r} ({found.period} tokens) x{found.repeats:.1f} back to back, "
                 f"{found.length} of {found.total} tokens" + (", to the end" if found.at_end else ""))
     if found.repeats >= LOOP_REPEATS and (found.at_end or found.share >= LOOP_MIN_SHARE):
         return Finding(detector="loop", strength="hard", evidence=evidence)
-    return Finding(detector="loop", strength="soft", evidence=evidence)
+    return _short_loop_at_the_end(sample.output) or Finding(detector="loop", strength="soft", evidence=evidence)
+
+
+def _short_loop_at_the_end(text: str) -> Finding | None:
+    """A chain that reasoned and then fell into a short unit until the budget ('Wait, 3150 + 50 is 3200?' eleven
+    times after 5,000 characters of arithmetic): SHORT_END_REPEATS copies or more at the very end, the loop under
+    SHORT_END_SHARE of the text. A text that is nothing but its refrain is phrase_repeat's to judge (soft)."""
+    found = tail_loop(text)
+    if found is None or found.period >= LOOP_MIN_PERIOD or found.repeats < SHORT_END_REPEATS:
+        return None
+    if len(text) <= TAIL_CHARS and found.share >= SHORT_END_SHARE:
+        return None
+    unit = " ".join(found.unit.split())
+    return Finding(detector="loop", strength="hard", evidence=f"{clip(unit, 70)!r} ({found.period} tokens) "
+                   f"x{found.repeats:.1f} back to back at the end, after {found.total - found.length} tokens")
 
 
 TAIL_TOKENS = (LOOP_REPEATS + 1) * MAX_PERIOD  # room for the longest unit's copies at the end of a chain
 TAIL_CHARS = 40_000  # characters enough for TAIL_TOKENS tokens: only the end of a long chain is tokenised
 
 
-def loops_to_the_end(text: str) -> bool:
-    """A chain (thinking and answer) that ends inside a loop: some unit back to back at least LOOP_REPEATS times over
-    LOOP_MIN_TOKENS tokens up to the last token (a unit without a letter LETTERLESS_REPEATS times). Beside
-    finish_reason "length" this tells "cut off while looping" from "cut off while still reasoning" (the quality
-    phase's secondary endpoint). Only the end is read: per period, the run of matches that reaches the last token,
-    so it costs a few milliseconds on a chain of any length (it runs on every quality answer)."""
+def tail_loop(text: str) -> Loop | None:
+    """The longest stretch that reaches the last token (a word cut by max_tokens may leave one unmatched) and repeats
+    one unit back to back: LOOP_REPEATS copies over LOOP_MIN_TOKENS tokens (a unit without a letter
+    LETTERLESS_REPEATS copies). Only the end is read (the last TAIL_TOKENS tokens): per period, the run of matches
+    reaching the last token, so it costs a few milliseconds on a chain of any length. `total` counts the tokens
+    read, which is the whole text only when it is shorter than the tail (pure)."""
     matches = list(TOKEN.finditer(text[-TAIL_CHARS:]))[-TAIL_TOKENS:]
     ids: dict[str, int] = {}
     codes = np.fromiter((ids.setdefault(m.group(0).lower(), len(ids)) for m in matches), dtype=np.int64,
                         count=len(matches))
     n = len(codes)
+    best: Loop | None = None
     for period in range(1, min(MAX_PERIOD, n // 2) + 1):
         same = codes[period:] == codes[:-period]
-        if not same[-1] and not (len(same) > 1 and same[-2]):  # a word cut by max_tokens leaves one token unmatched
+        if not same[-1] and not (len(same) > 1 and same[-2]):
             continue
         end = len(same) if same[-1] else len(same) - 1
         misses = np.flatnonzero(~same[:end])
         length = end - (int(misses[-1]) + 1 if len(misses) else 0) + period
-        letter = any(ch.isalpha() for m in matches[n - length : n - length + period] for ch in m.group(0))
-        if length >= LOOP_MIN_TOKENS and length >= (LOOP_REPEATS if letter else LETTERLESS_REPEATS) * period:
-            return True
-    return False
+        if length < LOOP_MIN_TOKENS or (best is not None and length <= best.length):
+            continue
+        start = n - length - (0 if same[-1] else 1)
+        unit = matches[start : start + period]
+        letter = any(ch.isalpha() for m in unit for ch in m.group(0))
+        if length >= (LOOP_REPEATS if letter else LETTERLESS_REPEATS) * period:
+            best = Loop(period=period, start=start, length=length, total=n,
+                        unit=text[-TAIL_CHARS:][unit[0].start() : unit[-1].end()])
+    return best
+
+
+def loops_to_the_end(text: str) -> bool:
+    """A chain (thinking and answer) that ends inside a loop (`tail_loop`). Beside finish_reason "length" this tells
+    "cut off while looping" from "cut off while still reasoning" (the quality phase's secondary endpoint; it runs on
+    every quality answer)."""
+    return tail_loop(text) is not None
