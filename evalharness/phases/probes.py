@@ -84,6 +84,33 @@ def reasons(argv: list[str]) -> bool:
     return any(a == "--reasoning-parser" or a.startswith("--reasoning-parser=") for a in argv)
 
 
+PROMPT_ROOM = 256  # tokens left within the served context for a probe's prompt and its chat template
+CONTEXT_FLAGS = ("--max-model-len", "--context-length")  # vLLM's, SGLang's
+SIZE_SUFFIXES = {"k": 1000, "m": 1000**2, "g": 1000**3, "K": 1024, "M": 1024**2, "G": 1024**3}  # vLLM's '32k', '1K'
+
+
+def context_limit(argv: list[str]) -> int | None:
+    """The context length a cell's args serve (prompt and answer together), or None where the engine's default."""
+    for index, arg in enumerate(argv):
+        for flag in CONTEXT_FLAGS:
+            value = argv[index + 1] if arg == flag and index + 1 < len(argv) else \
+                arg[len(flag) + 1:] if arg.startswith(flag + "=") else None
+            if value:
+                scale = SIZE_SUFFIXES.get(value[-1], 1)
+                try:
+                    return int(float(value[:-1] if scale > 1 else value) * scale)
+                except ValueError:
+                    return None
+    return None
+
+
+def reasoning_budget(argv: list[str], plain: int, reasoning: int) -> int:
+    """The probes' budget for a cell that reasons: `reasoning`, within the context the cell serves (a budget past it
+    is refused with HTTP 400), never below the plain budget."""
+    limit = context_limit(argv)
+    return max(plain, reasoning if limit is None else min(reasoning, limit - PROMPT_ROOM))
+
+
 def thought(outputs: list[ProbeOutput]) -> bool:
     """Answers that carry thinking: a reasoning field, or a think tag left in the content (no parser configured)."""
     return any(o.reasoning or THINK_TAG in (o.output or "") for o in outputs if o.error is None)

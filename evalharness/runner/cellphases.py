@@ -17,7 +17,8 @@ from evalharness.analysis.speed import FLOOR
 from evalharness.analysis.sequential import decide_look, look_levels, screened
 from evalharness.matrix.quality import default_looks
 from evalharness.matrix.schema import Matrix, Scenario
-from evalharness.phases.probes import DEFAULT_PROBES, ask_all, judge_outputs, load_probes, reasons, thought
+from evalharness.phases.probes import (DEFAULT_PROBES, ask_all, judge_outputs, load_probes, reasoning_budget, reasons,
+                                      thought)
 from evalharness.phases.quality import SHIPPED_TASKS, run_quality
 from evalharness.phases.retries import ServerDied, judge_tally
 from evalharness.phases.throughput.client import LoadClient
@@ -156,11 +157,16 @@ def probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id
                        matrix.timeouts.request_s, matrix.probes.concurrency, retries=matrix.requests.retries,
                        hung_after=matrix.requests.hung_after, chat_template_kwargs=matrix.probes.chat_template_kwargs)
 
-    outputs, tally = ask(matrix.probes.reasoning_max_tokens if reasoning else matrix.probes.max_tokens)
-    if not reasoning and thought(outputs) and matrix.probes.reasoning_max_tokens > matrix.probes.max_tokens:
-        # thinking without a parser in the args: asked again with room for the thinking to show a loop
+    plain = matrix.probes.max_tokens
+    larger = reasoning_budget(state.plan.argv, plain, matrix.probes.reasoning_max_tokens)
+    budget = larger if reasoning else plain
+    outputs, tally = ask(budget)
+    if not reasoning and thought(outputs):
         reasoning = True
-        outputs, tally = ask(matrix.probes.reasoning_max_tokens)
+        if larger > plain:  # thinking without a parser in the args: asked again, with room for a loop to show
+            again, again_tally = ask(larger)
+            if again_tally.failed <= tally.failed:  # else the first answers stand, at the budget they had
+                outputs, tally, budget = again, again_tally, larger
     if not alive():
         raise ServerDied("the server exited during the probes")
     save_probe_outputs(state.cell_dir / "probes.jsonl", outputs)
@@ -168,7 +174,7 @@ def probe_phase(matrix: Matrix, state: CellRun, progress: Progress, reference_id
         state.run_dir / "cells" / reference_id / "probes.jsonl")
     summary = judge_outputs(outputs, probe_set, reference, matrix.probes.garbage_min_share,
                             matrix.probes.garbage_min_excess, time.monotonic() - begin)
-    summary.max_tokens = matrix.probes.reasoning_max_tokens if reasoning else matrix.probes.max_tokens
+    summary.max_tokens = budget
     summary.reasoning = reasoning
     state.probes = summary
     judge_requests(matrix, state, "probes", tally, alive)

@@ -166,6 +166,9 @@ def reasoning_run(engine, shared_engine, calibration, tmp_path_factory):
         "axes": {"reasoning": {"prose": thinking(INJECTED), "soup": thinking(SOUP)}},
         "timeouts": {"startup_s": 300, "teardown_grace_s": 20, "request_s": calibration.request_s},
         "distribution": {"enabled": False},
+        # the probes' own budget: the proxy's thinking makes the cell reason, and 768 tokens (2048 within the
+        # served 1024) would take minutes on 2 cores; the budget is tested in test_reasoning_loops.py
+        "probes": {"reasoning_max_tokens": 64},
         "quality": {"tasks": ["gsm8k"], "include_defaults": True, "api": "chat", "tokenizer": "none",
                     "max_gen_toks": 16, "chat_template_kwargs": {"enable_thinking": True}, "data": data},
     }

@@ -82,3 +82,13 @@ def test_the_quality_table_says_how_many_were_cut_while_looping():
     text = "\n".join(quality_section(_run([_cell("ref", quality=[ref]), _cell("c", quality=[cell])])))
     assert "4 while looping, 2 still reasoning" in text and "1 more end in a loop" in text
     assert "(reference: 0 while looping)" in text
+
+
+def test_the_reasoning_budget_stays_within_the_context_the_cell_serves():
+    from evalharness.phases.probes import context_limit, reasoning_budget
+    assert context_limit(["vllm", "--max-model-len", "1024"]) == 1024
+    assert context_limit(["x", "--context-length=32k"]) == 32000 and context_limit(["x", "--max-model-len", "4K"]) == 4096
+    assert context_limit(["x", "--dtype", "bfloat16"]) is None
+    assert reasoning_budget(["--max-model-len", "1024"], 64, 2048) == 768  # 256 tokens left for the prompt
+    assert reasoning_budget(["--context-length", "262144"], 64, 2048) == 2048
+    assert reasoning_budget([], 64, 2048) == 2048 and reasoning_budget(["--max-model-len", "200"], 64, 2048) == 64
