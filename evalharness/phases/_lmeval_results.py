@@ -157,8 +157,11 @@ def sample_row(leaf: str, sample: dict[str, Any], answer: dict[str, Any] | None)
 
 
 def chain_loops(answer: dict[str, Any]) -> bool:
-    """The answer's chain (its reasoning, then its content) ends inside a loop (detectors/loops.py)."""
-    return loops_to_the_end(f"{answer.get('reasoning') or ''}\n{answer.get('content') or ''}".strip())
+    """The answer's chain (its reasoning, then its content) ends inside a loop (detectors/loops.py). Kept on the
+    answer as `loops` once decided: a document's filters share one answer, and the task's statistics count it too."""
+    if "loops" not in answer:
+        answer["loops"] = loops_to_the_end(f"{answer.get('reasoning') or ''}\n{answer.get('content') or ''}".strip())
+    return answer["loops"]
 
 
 def read_failures(path) -> list[dict]:
@@ -184,11 +187,12 @@ def generation_stats(answers: list[dict[str, Any]], failures: list[dict] | None 
                 "retried_requests": len({f.get("key") for f in failures})} if failures else None
     tokens = [a["completion_tokens"] for a in answers if isinstance(a.get("completion_tokens"), int)]
     reasoning_tokens = [a["reasoning_tokens"] for a in answers if isinstance(a.get("reasoning_tokens"), int)]
+    looping = [chain_loops(a) for a in answers]
     return {
         "requests": len(answers),
         "truncated": sum(a.get("finish_reason") == "length" for a in answers),
-        "looping": sum(chain_loops(a) for a in answers),
-        "truncated_looping": sum(a.get("finish_reason") == "length" and chain_loops(a) for a in answers),
+        "looping": sum(looping),
+        "truncated_looping": sum(a.get("finish_reason") == "length" and loops for a, loops in zip(answers, looping)),
         "empty": sum(not str(a.get("content") or "").strip() for a in answers),
         # ended by a stop string the engine matched (in the reasoning too: an empty answer with finish "stop")
         "stop_string": sum(isinstance(a.get("stop_reason"), str) for a in answers),

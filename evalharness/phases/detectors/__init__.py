@@ -9,8 +9,9 @@ never stopping, sharing no word with the reference's answer) are things healthy 
 two of them. The cell's verdict then compares its share of marked samples with the reference cell's, because a 135M
 model loops on some prompts in every configuration.
 
-Modules: base (sample, finding, text structure), repetition, loops (a unit of any length repeated back to back), language (BPE markers, letter salad, mixed scripts),
-nonwords (reversed text, glued words, no content), classic (symbols, characters, empty, never stops, script mismatch, reference), verdict (judge, same_answer, cells).
+Modules: base (sample, finding, text structure), repetition, loops (a unit of any length repeated back to back),
+language (BPE markers, letter salad, mixed scripts), nonwords (reversed text, glued words, no content), classic
+(symbols, characters, empty, never stops, script mismatch, reference), verdict (judge, same_answer, cells).
 """
 
 from evalharness.phases.detectors.base import Finding, Sample, SampleVerdict

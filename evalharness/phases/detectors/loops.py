@@ -18,14 +18,15 @@ A unit without a letter ('= (16 * 315) / 10 =', '1 +') counts only when it runs 
 LETTERLESS_REPEATS times or more: a table's rule or a matrix's rows repeat by design, but not until the budget.
 A unit shorter than LOOP_MIN_PERIOD is a hard finding only at the end of a chain that reasoned first
 (SHORT_END_REPEATS copies, under SHORT_END_SHARE of the text: QwQ's 'Wait, 3150 + 50 is 3200?' to the budget).
-The detector leaves units shorter than LOOP_MIN_PERIOD tokens to word_repeat and phrase_repeat, which know refrains, chants and
-laughter (a healthy 135M model sings 'A lullaby, a lullaby,' twenty times; the corpus calls that healthy, and the
-cell's verdict against the reference's share is what judges it): counting such a loop twice would make two soft
-findings of one.
+Elsewhere the detector leaves units shorter than LOOP_MIN_PERIOD tokens to word_repeat and phrase_repeat, which
+know refrains, chants and laughter (a healthy 135M model sings 'A lullaby, a lullaby,' twenty times; the corpus
+calls that healthy, and the cell's verdict against the reference's share is what judges it): counting such a loop
+twice would make two soft findings of one.
 
-numpy only (no library finds tandem repeats in a token sequence); a 110,000-character chain of thought takes 30-60
-ms on 2 cores (the probes' detector); the quality phase's end-of-chain check reads only the last 3,000 tokens,
-about 2 ms a chain on the 38 chains of the reasoning corpus (docs/quality.md) (MAX_PERIOD comparisons of the token array with itself). Imports nothing outside phases/detectors.
+numpy only (no library finds tandem repeats in a token sequence): MAX_PERIOD comparisons of the token array with
+itself. The probes' detector takes 30-60 ms on a 110,000-character chain of thought (2 cores); the quality phase's
+end-of-chain check (`tail_loop`) reads only the last TAIL_TOKENS tokens, about 2 ms a chain on the 38 chains of the
+first reasoning corpus (docs/quality.md). Imports nothing outside phases/detectors.
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ class Loop:
         return self.length / max(1, self.total)
 
 
-def _tokens(text: str) -> tuple[np.ndarray, list[re.Match]]:
-    matches = list(TOKEN.finditer(text))[-MAX_TOKENS:]
+def _tokens(text: str, limit: int = MAX_TOKENS) -> tuple[np.ndarray, list[re.Match]]:
+    """The last `limit` tokens of `text` as ids (case folded) and as matches (to quote the unit)."""
+    matches = list(TOKEN.finditer(text))[-limit:]
     ids: dict[str, int] = {}
     codes = np.fromiter((ids.setdefault(m.group(0).lower(), len(ids)) for m in matches), dtype=np.int64,
                         count=len(matches))
@@ -151,10 +153,8 @@ def tail_loop(text: str) -> Loop | None:
     LETTERLESS_REPEATS copies). Only the end is read (the last TAIL_TOKENS tokens): per period, the run of matches
     reaching the last token, so it costs a few milliseconds on a chain of any length. `total` counts the tokens
     read, which is the whole text only when it is shorter than the tail (pure)."""
-    matches = list(TOKEN.finditer(text[-TAIL_CHARS:]))[-TAIL_TOKENS:]
-    ids: dict[str, int] = {}
-    codes = np.fromiter((ids.setdefault(m.group(0).lower(), len(ids)) for m in matches), dtype=np.int64,
-                        count=len(matches))
+    tail = text[-TAIL_CHARS:]
+    codes, matches = _tokens(tail, TAIL_TOKENS)
     n = len(codes)
     best: Loop | None = None
     for period in range(1, min(MAX_PERIOD, n // 2) + 1):
@@ -171,7 +171,7 @@ def tail_loop(text: str) -> Loop | None:
         letter = any(ch.isalpha() for m in unit for ch in m.group(0))
         if length >= (LOOP_REPEATS if letter else LETTERLESS_REPEATS) * period:
             best = Loop(period=period, start=start, length=length, total=n,
-                        unit=text[-TAIL_CHARS:][unit[0].start() : unit[-1].end()])
+                        unit=tail[unit[0].start() : unit[-1].end()])
     return best
 
 
