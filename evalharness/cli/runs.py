@@ -22,27 +22,33 @@ def cmd_validate(args: argparse.Namespace) -> int:
         matrix, cells, reference = load_matrix(args.matrix)
     except SpecError as exc:
         return fail(str(exc))
-    print(f"{args.matrix}: matrix {matrix.name!r}, engine {matrix.engine}, {len(cells)} cells, reference {reference.id}")
-    engine = ENGINES[matrix.engine]
-    if matrix.engine != "external":
-        example = engine.launch_plan(matrix, reference, port=0, work_dir="OUT")
-        print(f"  launch (reference cell, port chosen at run time): {shlex.join(mask_argv(example.argv))}")
+    engines = list(dict.fromkeys([reference.engine, *(c.engine for c in cells)]))
+    print(f"{args.matrix}: matrix {matrix.name!r}, {'engines' if len(engines) > 1 else 'engine'} "
+          f"{' + '.join(engines)}, {len(cells)} cells, reference {reference.id}")
+    for name in engines:  # one example launch per engine: the reference's, else the first cell on that engine
+        example_cell = reference if reference.engine == name else next(c for c in cells if c.engine == name)
+        if name != "external":
+            example = ENGINES[name].launch_plan(matrix, example_cell, port=0, work_dir="OUT")
+            print(f"  launch ({example_cell.id}, port chosen at run time): {shlex.join(mask_argv(example.argv))}")
     for cell in cells:
         flags = shlex.join(mask_argv(render_args(cell.args))) or "(no flags)"
         env = " ".join(f"{k}={v}" for k, v in mask_env(cell.env).items())
-        print(f"  {cell.id}{' (reference)' if cell.id == reference.id else ''}: {flags}{'  env: ' + env if env else ''}")
-    if matrix.engine == "sglang":
+        on = f" [{cell.engine}]" if len(engines) > 1 else ""
+        print(f"  {cell.id}{' (reference)' if cell.id == reference.id else ''}{on}: {flags}"
+              f"{'  env: ' + env if env else ''}")
+    sglang_cells = [c for c in cells if c.engine == "sglang"]
+    if sglang_cells:
         if args.no_engine_check:
             print("SGLang: not checked (--no-engine-check): flags and variables were checked for shape only")
             return 0
-        return _validate_sglang(matrix, cells, args.engine_python)
+        return _validate_sglang(matrix, sglang_cells, args.engine_python)
     return 0
 
 
 def _validate_sglang(matrix, cells, engine_python: str | None) -> int:
-    from evalharness.serving.engines.sglang_check import check_cells, find_python
+    from evalharness.serving.engines.sglang_check import check_cells
 
-    result = check_cells(matrix, cells, find_python(matrix, engine_python))
+    result = check_cells(matrix, cells, engine_python)
     if not result.checked:
         # a CI step must not pass having checked nothing: say so and fail, unless told not to check
         return fail(f"SGLang: could not check the cells against the installed SGLang: {result.reason} "

@@ -33,21 +33,38 @@ NOT_MEASURED = {
 NOT_MEASURED_IN = {"quality": {"retries", "task_timeout_s", "budget_hours"}}  # reruns of a failed task, and how long one may take
 
 
-def measured_settings(matrix: Matrix, args: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    """Everything that decides what one cell measures (pure): what its settings hash covers."""
+def measured_settings(matrix: Matrix, args: dict[str, Any], env: dict[str, str],
+                      launch: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything that decides what one cell measures (pure): what its settings hash covers. `launch` is the cell's
+    own engine and command where an axis value sets them (absent otherwise, so that a matrix with one engine keeps
+    the hashes of its finished cells)."""
     data = matrix.model_dump(mode="json", exclude=NOT_MEASURED)
     for section, keys in NOT_MEASURED_IN.items():
         if data.get(section):
             data[section] = {k: v for k, v in data[section].items() if k not in keys}
     if matrix.report.operating_point is not None:  # a sweep never stops below the operating load: it decides steps
         data["operating_point"] = matrix.report.operating_point.model_dump(mode="json")
-    return {**data, "args": args, "env": env, "scoring_version": evalharness.SCORING_VERSION}
+    return {**data, "args": args, "env": env, **({"launch": launch} if launch else {}),
+            "scoring_version": evalharness.SCORING_VERSION}
 
 
-def settings_hash(matrix: Matrix, args: dict[str, Any], env: dict[str, str]) -> str:
+def settings_hash(matrix: Matrix, args: dict[str, Any], env: dict[str, str],
+                  launch: dict[str, Any] | None = None) -> str:
     """A short hash of everything that decides what a cell measures, so a resumed run never reuses a stale result."""
-    payload = json.dumps(measured_settings(matrix, args, env), sort_keys=True, default=str)
+    payload = json.dumps(measured_settings(matrix, args, env, launch), sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def _launcher(matrix: Matrix, settings: list[tuple[str, Settings]], where: str) -> tuple[str, list[str] | None]:
+    """The engine and own command of one cell: the matrix's, or the one axis value that names another. Two axis values
+    that name different engines (or commands) for one cell is a matrix mistake, as for arguments."""
+    engine = _merge("engine", {"engine": matrix.engine}, [(a, {"engine": s.engine}) for a, s in settings if s.engine],
+                    where)["engine"]
+    command = _merge("command", {"command": None}, [(a, {"command": s.command}) for a, s in settings if s.command],
+                     where)["command"]
+    if engine is None:
+        raise SpecError(f"{where}: no engine: set `engine` at the top of the matrix or in one of its axis values")
+    return engine, command
 
 
 def _excluded(axes: dict[str, str], rules: list[dict[str, str | list[str]]]) -> bool:
@@ -85,7 +102,10 @@ def expand(matrix: Matrix) -> list[Cell]:
         cid = cell_id(axes)
         args = _merge("argument", matrix.args, [(a, s.args) for a, s in settings], f"cell {cid}")
         env = _merge("environment variable", matrix.env, [(a, s.env) for a, s in settings], f"cell {cid}")
-        cells.append(Cell(id=cid, axes=axes, args=args, env=env, settings_hash=settings_hash(matrix, args, env)))
+        engine, command = _launcher(matrix, settings, f"cell {cid}")
+        launch = {"engine": engine, "command": command} if engine != matrix.engine or command else {}
+        cells.append(Cell(id=cid, axes=axes, args=args, env=env, engine=engine, command=command,
+                          settings_hash=settings_hash(matrix, args, env, launch)))
     if not cells:
         raise SpecError("the matrix has no cells: every combination of the axes is excluded")
     return cells

@@ -83,6 +83,10 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
         updates["throughput"] = matrix.throughput.model_copy(update={"scenarios": scenarios, "sweep": sweep})
     if matrix.command:
         updates["command"] = [_resolve_relative(matrix.command[0], path.parent), *matrix.command[1:]]
+    if any(value and value.command for values in matrix.axes.values() for value in values.values()):
+        updates["axes"] = {axis: {name: value.model_copy(update={"command": [
+            _resolve_relative(value.command[0], path.parent), *value.command[1:]]}) if value and value.command else value
+            for name, value in values.items()} for axis, values in matrix.axes.items()}
     matrix = matrix.model_copy(update=updates)
     try:
         cells = expand(matrix)

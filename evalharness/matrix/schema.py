@@ -1,6 +1,7 @@
 """The matrix file's schema (pydantic, extra keys refused) and the Cell it expands into. Pure; imports nothing else of
-evalharness but its own parts (matrix/base.py, matrix/quality.py). A matrix names an engine, a model, base launch arguments and environment, and axes; each axis has named
-values that add arguments and/or environment variables.
+evalharness but its own parts (matrix/base.py, matrix/quality.py). A matrix names an engine, a model, base launch
+arguments and environment, and axes; each axis has named values that add arguments and/or environment variables, and
+may serve the cell on another engine with its own command (the engine as an axis: SGLang and vLLM side by side).
 """
 
 from __future__ import annotations
@@ -41,10 +42,19 @@ def _check_flags(args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
+LaunchedEngine = Literal["sglang", "vllm"]
+
+
 class Settings(_Strict):
-    """What one axis value adds to the base launch."""
+    """What one axis value adds to the base launch, or changes: the engine that serves the cell and its command."""
 
     description: str | None = None
+    engine: LaunchedEngine | None = Field(None, description="serve the cells with this value on this engine instead "
+                                          "of the matrix's (the engine as an axis); give its own `command` and the "
+                                          "flags only it takes in this value's args")
+    command: list[str] | None = Field(None, min_length=1, description="the launcher argv for the cells with this "
+                                      "value (default: the matrix's command where the engine is the matrix's, "
+                                      "else the engine's default)")
     args: dict[str, ArgValue] = Field(default_factory=dict)
     env: dict[str, EnvValue] = Field(default_factory=dict)
 
@@ -160,7 +170,8 @@ class Matrix(_Strict):
 
     name: str = Field(min_length=1)
     description: str | None = None
-    engine: Literal["sglang", "vllm", "external"]
+    engine: Literal["sglang", "vllm", "external"] | None = Field(
+        None, description="the engine of every cell whose axis values do not name one; needed unless they all do")
     model: str = Field(min_length=1)
     served_model_name: str | None = None
     command: list[str] | None = Field(
@@ -192,6 +203,13 @@ class Matrix(_Strict):
         for axis, values in self.axes.items():
             if not values:
                 raise ValueError(f"axes.{axis}: an axis needs at least one value")
+        engine_values = {f"{axis}.{name}": value.engine for axis, values in self.axes.items()
+                         for name, value in values.items() if value and value.engine}
+        if self.engine == "external" and engine_values:
+            raise ValueError(f"axes: engine 'external' serves one endpoint; {', '.join(engine_values)} name "
+                             "engines to launch")
+        if self.engine is None and not engine_values:
+            raise ValueError("engine: needed (sglang, vllm or external), unless axis values name each cell's engine")
         if self.engine == "external":
             if not self.base_url:
                 raise ValueError("base_url: engine 'external' needs the base_url of the running endpoint")
@@ -219,6 +237,13 @@ class Matrix(_Strict):
                     if name not in self.axes[axis]:
                         raise ValueError(f"exclude[{i}].{axis}: {unknown_name('value', name, self.axes[axis])}")
         return self
+
+    def command_for(self, cell: "Cell") -> list[str] | None:
+        """The launcher argv of one cell before its flags: its axis value's command, else the matrix's where the cell
+        runs on the matrix's engine, else None (the engine's default)."""
+        if cell.command:
+            return cell.command
+        return self.command if cell.engine == self.engine else None
 
     def _check_operating_point(self) -> None:
         report = self.report
@@ -258,3 +283,6 @@ class Cell(BaseModel):
     args: dict[str, ArgValue]
     env: dict[str, str]
     settings_hash: str
+    engine: str = Field(description="the engine that serves this cell (the matrix's, or its axis value's)")
+    command: list[str] | None = Field(None, description="its axis value's own launcher argv (None: the matrix's, "
+                                      "see Matrix.command_for)")

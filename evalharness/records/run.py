@@ -60,6 +60,8 @@ class CellResult(BaseModel):
     id: str
     axes: dict[str, str]
     settings_hash: str
+    engine: str | None = Field(None, description="the engine that served the cell (None in runs before the engine "
+                               "was an axis: the run's meta.engine)")
     args: dict[str, Any]
     env: dict[str, str]
     argv: list[str]
@@ -97,8 +99,9 @@ class CellResult(BaseModel):
 
     def engine_version(self, engine: str) -> str | None:
         """The version the engine reported: its resolved settings' `version` (vLLM), else its own entry in the
-        server's versions (SGLang 0.5.23's /server_info version is a measured fact, records it there)."""
-        version = self.resolved.get("version") or (self.server.get("versions") or {}).get(engine)
+        server's versions (SGLang 0.5.23's /server_info version is a measured fact, records it there). `engine` is
+        the run's; the cell's own, where recorded, wins."""
+        version = self.resolved.get("version") or (self.server.get("versions") or {}).get(self.engine or engine)
         return str(version) if version else None
 
 
@@ -113,7 +116,8 @@ class NoEffect(BaseModel):
 
 class RunMeta(BaseModel):
     harness_version: str
-    engine: str
+    engine: str = Field(description="the engine of the run; where cells ran on several, their names joined with ' + ' "
+                        "in the order of the cells (each cell records its own)")
     engine_version: str | None = None
     lm_eval_version: str | None = None
     git_revision: str | None = None
@@ -145,6 +149,32 @@ class RunResult(BaseModel):
             return self.meta.engine_version
         return next((v for c in self.cells.values() if c.status == "ok" and (v := c.engine_version(self.meta.engine))),
                     None)
+
+    def cell_engine(self, cell_id: str) -> str:
+        """The engine that served one cell: its own record, else the run's (runs before the engine was an axis)."""
+        cell = self.cells.get(cell_id)
+        return (cell.engine if cell is not None and cell.engine else None) or self.meta.engine
+
+    def engines(self) -> dict[str, str | None]:
+        """Engine -> the version its first ok cell reported, for every engine that served a finished cell, the
+        reference's first (one entry in a run on one engine)."""
+        order = sorted(self.cells, key=lambda cid: cid != self.reference)
+        out: dict[str, str | None] = {}
+        for cid in order:
+            cell = self.cells[cid]
+            engine = self.cell_engine(cid)
+            if out.get(engine) is None:
+                out[engine] = cell.engine_version(engine) if cell.status == "ok" else None
+        return out
+
+    def engine_line(self) -> str:
+        """'vllm 0.32.0', or 'vllm 0.32.0 (the reference's) and sglang 0.5.23' where cells ran on several (plain text;
+        the renderers escape it)."""
+        engines = self.engines()
+        if len(engines) <= 1:
+            return f"{self.meta.engine} {self.engine_version() or '(version unknown)'}"
+        named = [f"{engine} {version or '(version unknown)'}" for engine, version in engines.items()]
+        return f"{named[0]} (the reference's) and {', '.join(named[1:])}"
 
     def pending(self) -> list[str]:
         return [cid for cid in self.cell_order if cid not in self.cells]

@@ -128,7 +128,7 @@ def _seed_note(run: RunResult) -> list[str]:
     return [f"Quality repeats send their own seed with every request (repeat k: seed {seeded[0].seed or 1234}+k, the "
             "same seeds in every cell). Each repeat is analysed as an independent draw whatever the engine does with "
             "the seed; whether the engine reproduces a seed's answers is not assumed "
-            f"({md_text(seed_statement(run.meta.engine))}).", ""]
+            f"({'; '.join(md_text(seed_statement(engine)) for engine in run.engines())}).", ""]
 
 
 def seed_statement(engine: str) -> str:

@@ -309,8 +309,8 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
     rec = recommend(run) if run.reference in run.cells and len(run.cells) >= 2 else None
     return {
         "title": f"evalharness: {meta.matrix_name}",
-        "summary": (f"Run {state}; {len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; engine "
-                    f"{meta.engine} {run.engine_version() or '(version unknown)'}; harness {meta.harness_version} at "
+        "summary": (f"Run {state}; {len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; "
+                    f"{'engines' if len(run.engines()) > 1 else 'engine'} {run.engine_line()}; harness {meta.harness_version} at "
                     f"{meta.git_revision or 'no git revision'}; started {meta.started_at}; measured on "
                     f"{measured_on(run)}."),
         "reference": run.reference,

@@ -39,7 +39,7 @@ def render_markdown(run: RunResult) -> str:
     parts = [f"# evalharness: {md_text(meta.matrix_name)}", ""]
     state = "complete" if run.complete else ("interrupted" if run.interrupted else "in progress")
     parts.append(
-        f"Run {state}; engine {md_text(meta.engine)} {md_text(run.engine_version() or '(version unknown)')}; "
+        f"Run {state}; {'engines' if len(run.engines()) > 1 else 'engine'} {md_text(run.engine_line())}; "
         f"harness {md_text(meta.harness_version)} at {md_text(meta.git_revision or 'no git revision')}; "
         f"started {md_text(meta.started_at)} on {md_text(meta.machine.get('hostname', '?'))} "
         f"({meta.machine.get('cpus', '?')} CPUs, {meta.machine.get('memory_gib', '?')} GiB); "

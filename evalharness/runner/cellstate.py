@@ -72,6 +72,7 @@ class CellRun:
             id=self.cell.id,
             axes=self.cell.axes,
             settings_hash=self.cell.settings_hash,
+            engine=engine.name,
             args=mask_args(self.cell.args),
             env=mask_env(self.cell.env),
             argv=mask_argv(self.plan.argv),

@@ -107,7 +107,7 @@ def cell_task(matrix_data: dict, cell_data: dict, reference_id: str, position: t
     cell's folder packed, "notes": what the node sweep found}, or {"preflight": reason, "node": ...}. An interrupt
     (the driver's cancel) tears the server down and is raised."""
     matrix, cell = Matrix.model_validate(matrix_data), Cell.model_validate(cell_data)
-    engine = ENGINES[matrix.engine]
+    engine = ENGINES[cell.engine]
     root, notes, facts = _on_node()
     try:
         preflight(matrix, engine, cell)
@@ -136,7 +136,7 @@ def reverse_task(matrix_data: dict, reference_data: dict, own_samples: dict[str,
     shipped own samples, tear down. Returns {"scores": {cell id: its reverse_scored.jsonl packed}, "log": the
     reference's reverse-server.log packed, "note": the run's note, "node": node facts, "notes": sweep findings}."""
     matrix, reference = Matrix.model_validate(matrix_data), Cell.model_validate(reference_data)
-    engine = ENGINES[matrix.engine]
+    engine = ENGINES[reference.engine]
     root, notes, facts = _on_node()
     with _scratch(root, f"{reference.id}-reverse") as folder:
         run_dir = folder / "run"

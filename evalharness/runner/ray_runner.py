@@ -62,8 +62,9 @@ def _nodes(ray: Any) -> list[dict[str, float]]:
 
 def _error_result(matrix: Matrix, cell: Cell, out_dir: Path, reason: str, started: str, node: dict | None = None,
                   phase: str = "ray") -> CellResult:
-    plan = ENGINES[matrix.engine].launch_plan(matrix, cell, 0, str(out_dir.resolve()))
-    return CellResult(id=cell.id, axes=cell.axes, settings_hash=cell.settings_hash, args=mask_args(cell.args),
+    plan = ENGINES[cell.engine].launch_plan(matrix, cell, 0, str(out_dir.resolve()))
+    return CellResult(id=cell.id, axes=cell.axes, settings_hash=cell.settings_hash, engine=cell.engine,
+                      args=mask_args(cell.args),
                       env=mask_env(cell.env), argv=mask_argv(plan.argv), status="error", phase=phase, reason=reason,
                       node=node, started_at=started, finished_at=now_iso(), duration_s=0.0)
 
@@ -80,7 +81,7 @@ def execute_ray(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
     """Run every pending cell on the Ray cluster; return the run and the exit status (0 done, 130/143 interrupted)."""
     cluster = matrix.cluster or ClusterSection()
     address = address or cluster.ray
-    if matrix.engine == "external":
+    if reference.engine == "external":
         raise RunError("engine 'external' serves from one endpoint that is already up: there is nothing to spread "
                        "over a Ray cluster; run it without --ray")
     demands = {c.id: cell_demand(c, cluster) for c in cells}
@@ -237,7 +238,7 @@ def _reverse_on_a_node(ray: Any, matrix: Matrix, reference: Cell, run: RunResult
     """The reference served once more on a node that has what it asks for, to score the cells' own samples there
     (ray_cell.reverse_task); the scores and the server's log come back into the run folder. A task that fails is a
     note, never a failed cell (`--resume` tries again); an interrupt cancels it as it cancels a cell."""
-    todo = pending_reverse(matrix, ENGINES[matrix.engine], reference, run, out_dir)
+    todo = pending_reverse(matrix, ENGINES[reference.engine], reference, run, out_dir)
     if not todo:
         return
     samples = {cid: pack(out_dir / "cells" / cid, {"own_samples.jsonl"}) for cid in todo}

@@ -60,6 +60,11 @@ def preflight(matrix: Matrix, engine: Engine, cell: Cell) -> None:
                        f"{'there' if '/' in binary else 'on PATH'} (is the engine installed?)")
 
 
+def engines_of(cells: list[Cell], reference: Cell) -> str:
+    """The run's engine: the one every cell shares, or their names joined with ' + ', the reference's first."""
+    return " + ".join(dict.fromkeys([reference.engine, *(c.engine for c in cells)]))
+
+
 def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path,
                 resume: bool) -> tuple[RunResult, dict[str, str]]:
     """A fresh run record, or the previous one when resuming (keeping only cells whose settings are unchanged); and
@@ -70,7 +75,7 @@ def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
     versions = harness_versions()
     meta = RunMeta(
         harness_version=versions["harness"] or __version__,
-        engine=matrix.engine,
+        engine=engines_of(cells, reference),
         lm_eval_version=versions["lm_eval"],
         git_revision=git_revision(Path(__file__).resolve().parent),
         machine=machine_info(),
@@ -178,10 +183,11 @@ def open_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pa
 def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path, resume: bool,
             progress: Progress | None = None) -> tuple[RunResult, int]:
     """Run every pending cell; return the run and the process exit status (0 done, 130/143 interrupted)."""
-    preflight(matrix, ENGINES[matrix.engine], reference)
+    # one launcher per engine and command: a cell on another engine can lack its binary where the reference has its
+    for launcher in {(c.engine, tuple(matrix.command_for(c) or ())): c for c in [reference, *cells]}.values():
+        preflight(matrix, ENGINES[launcher.engine], launcher)
     check_task_data(matrix)
     run = open_run(matrix, cells, reference, matrix_path, out_dir, resume)
-    engine = ENGINES[matrix.engine]
     # the reference runs first: every other cell's probes (and later, drift) are judged against it
     pending = sorted((c for c in cells if c.id not in run.cells), key=lambda c: c.id != reference.id)
     progress = progress or Progress(total=len(cells))
@@ -205,12 +211,12 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
             raise _SaveFailed from exc
 
     # GPU memory before the first launch: a later cell that finds more held is refused (runner/teardown.py)
-    gpu_baseline = gpu_memory_used_mib() if pending and engine.name != "external" else None
+    gpu_baseline = gpu_memory_used_mib() if any(c.engine != "external" for c in pending) else None
     with INTERRUPT.installed():
         try:
             for offset, cell in enumerate(pending):
                 progress.cell(done_before + offset + 1, cell.id)
-                result = run_cell(matrix, cell, engine, out_dir, progress, reference.id, gpu_baseline,
+                result = run_cell(matrix, cell, ENGINES[cell.engine], out_dir, progress, reference.id, gpu_baseline,
                                   run.cells.get(reference.id) if cell.id != reference.id else None,
                                   family_size(matrix, cells))
                 with INTERRUPT.deferred():
@@ -226,7 +232,7 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                         progress.message(estimate)
                 INTERRUPT.raise_pending()
             if matrix.distribution.enabled:  # the numerics check's reverse direction (runner/reverse.py)
-                reverse_pass(matrix, engine, reference, run, out_dir, progress)
+                reverse_pass(matrix, ENGINES[reference.engine], reference, run, out_dir, progress)
                 with INTERRUPT.deferred():
                     refresh_drift(run, out_dir)
                     save()

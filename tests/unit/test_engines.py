@@ -26,8 +26,8 @@ def test_render_args(args, argv):
     assert render_args(args) == argv
 
 
-def _cell(args=None, env=None):
-    return Cell(id="c", axes={}, args=args or {}, env=env or {}, settings_hash="x")
+def _cell(args=None, env=None, engine="vllm"):
+    return Cell(id="c", axes={}, args=args or {}, env=env or {}, settings_hash="x", engine=engine)
 
 
 def test_vllm_plan():
@@ -43,13 +43,13 @@ def test_vllm_plan():
 def test_sglang_plan_defaults_to_sglang_serve_and_health_generate():
     matrix = Matrix(name="t", engine="sglang", model="Qwen/Q", served_model_name="q")
     plan = ENGINES["sglang"].launch_plan(
-        matrix, _cell({"--tp": 8, "--moe-runner-backend": "flashinfer_cutlass"}, {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}),
+        matrix, _cell({"--tp": 8, "--moe-runner-backend": "flashinfer_cutlass"}, {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}, "sglang"),
         30000, "/out")
     assert plan.argv[:4] == ["sglang", "serve", "--model-path", "Qwen/Q"]
     assert plan.argv[-5:] == ["--tp", "8", "--moe-runner-backend", "flashinfer_cutlass", "--enable-metrics"]
     assert plan.env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"} and plan.health_path == "/health_generate"
     # the matrix can say otherwise: `--enable-metrics: false` keeps it off
-    off = ENGINES["sglang"].launch_plan(matrix, _cell({"--enable-metrics": False}), 30000, "/out")
+    off = ENGINES["sglang"].launch_plan(matrix, _cell({"--enable-metrics": False}, engine="sglang"), 30000, "/out")
     assert "--enable-metrics" not in off.argv
 
 
@@ -59,7 +59,7 @@ def test_teardown_styles_are_engine_data():
 
 def test_external_plan_polls_models():
     matrix = Matrix(name="t", engine="external", model="m", base_url="http://10.0.0.1:8000/v1/")
-    plan = ENGINES["external"].launch_plan(matrix, _cell(), 0, "/out")
+    plan = ENGINES["external"].launch_plan(matrix, _cell(engine="external"), 0, "/out")
     assert plan.argv == [] and plan.root_url == "http://10.0.0.1:8000"
     assert plan.root_url + plan.health_path == "http://10.0.0.1:8000/v1/models"
 
@@ -116,7 +116,7 @@ def test_sglang_acceptance_is_a_counter_delta_or_no_figure(flush_status, metrics
                                          "internal_states": [{"avg_spec_accept_length": 9.9}]})
 
     engine = ENGINES["sglang"]
-    plan = engine.launch_plan(Matrix(name="t", engine="sglang", model="/m"), _cell(), 30000, "/out")
+    plan = engine.launch_plan(Matrix(name="t", engine="sglang", model="/m"), _cell(engine="sglang"), 30000, "/out")
     with httpx.Client(transport=httpx.MockTransport(answer)) as client:
         got = engine.after_load(client, plan, engine.before_load(client, plan))
     if isinstance(expected, str):
@@ -150,7 +150,7 @@ def test_sglang_measured_values_are_server_facts_never_settings():
     info = {"dtype": "float32", "attention_backend": "torch_native", "max_total_tokens": 8192,
             "status": "ready", "max_total_num_tokens": 8191, "max_req_input_len": 8185, "version": "0.5.23"}
     engine = ENGINES["sglang"]
-    plan = engine.launch_plan(Matrix(name="t", engine="sglang", model="/m"), _cell(), 30000, "/out")
+    plan = engine.launch_plan(Matrix(name="t", engine="sglang", model="/m"), _cell(engine="sglang"), 30000, "/out")
     with httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=info))) as client:
         resolved = engine.resolved_config(client, plan, "")
     assert resolved == {"dtype": "float32", "attention_backend": "torch_native", "max_total_tokens": 8192}

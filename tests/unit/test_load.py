@@ -269,7 +269,7 @@ def test_speculative_acceptance_counts_the_measured_requests_not_the_warmup(null
         {"name": "s", "concurrency": 1, "input_len": 8, "output_len": 16, "requests": 3, "warmup_requests": 2}]})
     plan = LaunchPlan(argv=["null"], env={}, root_url=null_server, base_url=f"{null_server}/v1",
                       health_path="/health", served_model_name="null")
-    state = CellRun(Cell(id="c", axes={}, args={}, env={}, settings_hash="h"), plan, tmp_path)
+    state = CellRun(Cell(id="c", axes={}, args={}, env={}, settings_hash="h", engine="vllm"), plan, tmp_path)
     _throughput_phase(matrix, _FinishedRequestsEngine(), state, Progress(total=1), lambda: True)
     [scenario] = state.throughput
     assert scenario.completed == 3 and scenario.engine == {"requests_counted": 3.0}  # not 5: the warm-up's 2 excluded

@@ -245,7 +245,7 @@ def test_a_crashed_cell_with_leftover_processes_stays_crashed(tmp_path, monkeypa
         return stop(self, grace_s, terminate).model_copy(update={"leftover": [4242]})
 
     monkeypatch.setattr(ServerProcess, "stop", stop_leaving_one)
-    cell = Cell(id="c", axes={}, args={}, env={}, settings_hash="h")
+    cell = Cell(id="c", axes={}, args={}, env={}, settings_hash="h", engine="vllm")
     result = run_cell(matrix, cell, ENGINES["vllm"], tmp_path, Progress(total=1), "c")
     assert result.status == "crashed" and result.crash.kind == "out_of_memory"
     assert result.reason.startswith("out_of_memory: ") and result.reason.endswith(LEFT)

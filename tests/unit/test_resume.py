@@ -70,7 +70,7 @@ def test_a_cell_run_again_under_the_same_settings_keeps_its_folder_but_never_its
     assert (folder / "quality" / "eh_copy" / "cache").exists() and not run.notes
 
 
-CELL = Cell(id="c", axes={}, args={}, env={}, settings_hash="new")
+CELL = Cell(id="c", axes={}, args={}, env={}, settings_hash="new", engine="vllm")
 
 
 @pytest.mark.parametrize("marker,recorded,taken,moved_to", [

@@ -87,7 +87,7 @@ class SglangEngine:
                 if not _VOLATILE.match(k) and k not in MEASURED}
 
     def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
-        return sglang_facts(server_info(client, plan), engine_versions(find_python(matrix)))
+        return sglang_facts(server_info(client, plan), engine_versions(find_python(plan.argv[:1])))
 
     def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
         # the runner calls this after the warm-up with nothing of ours in flight; a refused flush means something else

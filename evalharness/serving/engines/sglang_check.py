@@ -104,14 +104,14 @@ class SglangCheck(BaseModel):
         return [c for c in self.cells if not c.ok or c.unknown_env]
 
 
-def find_python(matrix: Matrix, explicit: str | None = None) -> str | None:
-    """A Python that should have sglang: --engine-python, $EVALHARNESS_SGLANG_PYTHON, the matrix's launcher when it is
-    a Python, else the interpreter behind the `sglang` command on PATH."""
+def find_python(command: list[str] | None, explicit: str | None = None) -> str | None:
+    """A Python that should have sglang: --engine-python, $EVALHARNESS_SGLANG_PYTHON, the cell's launcher (`command`)
+    when it is a Python, else the interpreter behind that command (default `sglang`) on PATH or at its path."""
     if explicit:
         return explicit
     if os.environ.get("EVALHARNESS_SGLANG_PYTHON"):
         return os.environ["EVALHARNESS_SGLANG_PYTHON"]
-    launcher = (matrix.command or ["sglang"])[0]
+    launcher = (command or ["sglang"])[0]
     if Path(launcher).name.startswith("python"):
         return launcher
     found = shutil.which(launcher)
@@ -131,18 +131,37 @@ def parser_argv(matrix: Matrix, cell: Cell) -> list[str]:
             *render_args(cell.args)]
 
 
-def check_cells(matrix: Matrix, cells: list[Cell], python: str | None, timeout_s: float = 600) -> SglangCheck:
+def check_cells(matrix: Matrix, cells: list[Cell], explicit_python: str | None = None,
+                timeout_s: float = 600) -> SglangCheck:
+    """Every SGLang cell through the installed SGLang's parser and environment, one check per launcher and
+    environment: each cell is checked by the Python behind its own command, under its own environment (the matrix's
+    and its axis values'), as its server would run."""
+    groups: dict[tuple[str | None, str], list[Cell]] = {}
+    for cell in cells:
+        python = find_python(matrix.command_for(cell), explicit_python)
+        groups.setdefault((python, json.dumps(cell.env, sort_keys=True)), []).append(cell)
+    parts = [_check_group(matrix, members, python, timeout_s) for (python, _), members in groups.items()]
+    failed = next((p for p in parts if not p.checked), None)
+    if failed is not None:
+        return failed
+    by_id = {check.id: check for part in parts for check in part.cells}
+    return SglangCheck(python=", ".join(dict.fromkeys(p.python for p in parts)),
+                       version=", ".join(dict.fromkeys(p.version or "?" for p in parts)), checked=True,
+                       cells=[by_id[c.id] for c in cells])
+
+
+def _check_group(matrix: Matrix, cells: list[Cell], python: str | None, timeout_s: float) -> SglangCheck:
     if not python:
         return SglangCheck(python="", checked=False, reason="no Python with sglang found: pass --engine-python or "
                            "set EVALHARNESS_SGLANG_PYTHON; flags were checked for shape only")
     request = {"cells": [{"id": c.id, "argv": parser_argv(matrix, c)} for c in cells]}
     try:
-        # under the matrix's own environment, as its servers run: a PYTHONPATH there can be what makes the engine
+        # under the cell's own environment, as its server runs: a PYTHONPATH there can be what makes the engine
         # importable (an environment whose torchvision needs a fix before it imports did: "operator torchvision::nms
-        # does not exist" without it)
+        # does not exist" without it), and SGLANG_USE_CPU_ENGINE changes what the parser accepts
         proc = subprocess.run([python, "-c", CHECK_SCRIPT], input=json.dumps(request), capture_output=True,
                               text=True, timeout=timeout_s, check=False,
-                              env={**os.environ, **{k: str(v) for k, v in matrix.env.items()}})
+                              env={**os.environ, **{k: str(v) for k, v in cells[0].env.items()}})
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SglangCheck(python=python, checked=False, reason=f"cannot run {python}: {exc}")
     try:
