@@ -22,6 +22,10 @@ strings are not sent; they cut the answer (the content after the reasoning) here
 model that does not think. With "engine" they are sent as lm-eval sends them. The side file keeps the engine's
 matched stop (`stop_reason`) and the stop string that cut the answer here (`answer_stop`).
 
+The completions client also takes `tokenizer_backend="local"` with `local_tokenizer` (a folder): the served model's
+tokenizer.json read on this machine (_local_tokenizer.py), used through lm-eval's "remote" code paths, for engines
+without /tokenizer_info (SGLang).
+
 Every request goes through _lmeval_requests.py: journaled (a retry or a resume sends only what is not yet answered)
 and streamed (judged by silence, not by a wall clock).
 """
@@ -42,6 +46,7 @@ from lm_eval.models.api_models import LMEVAL_MODEL_NONE_ANSWER_PLACEHOLDER
 from lm_eval.models.openai_completions import LocalChatCompletion, LocalCompletionsAPI
 
 from evalharness.phases._lmeval_requests import STOP_KEYS, Journal, request_key, send
+from evalharness.phases._local_tokenizer import LocalTokenizer
 
 _PROMPT_KEYS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("evalharness_prompt_keys", default=())
 # the stop strings the harness applies to the answer of the request under way ("answer" mode; never sent)
@@ -210,8 +215,20 @@ class RecordingCompletions(LocalCompletionsAPI):
     model_call = _model_call
 
     def __init__(self, record_path: str | None = None, journal_path: str | None = None,
-                 failures_path: str | None = None, stop_strings: str = "engine", **kwargs: Any):
+                 failures_path: str | None = None, stop_strings: str = "engine", local_tokenizer: str | None = None,
+                 **kwargs: Any):
+        local = kwargs.get("tokenizer_backend") == "local"
+        if local:  # lm-eval builds no tokenizer for "none" (and sends no request); the local one is put in its place
+            kwargs["tokenizer_backend"] = "none"
         super().__init__(**kwargs)
+        if local:
+            if not local_tokenizer:
+                raise ValueError("tokenizer_backend local needs local_tokenizer (the folder of its tokenizer.json)")
+            self.tokenizer = LocalTokenizer(local_tokenizer)
+            # RemoteTokenizer's interface: lm-eval's "remote" branches (tok_encode, decode_batch, eot_token_id,
+            # prefix_token_id, eos_string) use it as they use the engine's
+            self.tokenizer_backend = "remote"
+            self.tokenized_requests = kwargs.get("tokenized_requests", True)  # "none" had switched it off
         self._side = _SideFile(record_path, None)
         self._journal = Journal(journal_path, failures_path)
         if stop_strings != "engine":  # a base model's continuation has no reasoning to protect from them

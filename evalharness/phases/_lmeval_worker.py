@@ -2,9 +2,10 @@
 
 Usage: python -m evalharness.phases._lmeval_worker SPEC.json
        python -m evalharness.phases._lmeval_worker --check SPEC.json   (load every task's data; run nothing)
-SPEC: {task, include_path, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("remote" |
-       "none"), concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs,
-       think_end_token, stop_strings, headline, subset, subset_seed, fraction, data, seed, out_dir}; --check takes
+SPEC: {task, include_path, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("local" |
+       "remote" | "none"), tokenizer_path (local: a folder or hub id; default the one the engine reports),
+       concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs, think_end_token,
+       stop_strings, headline, subset, subset_seed, fraction, data, seed, out_dir}; --check takes
        {tasks: {name: data or null}, include_path, include_defaults}.
 Writes OUT_DIR/summary.json (headline, value, subtasks, generation statistics, versions; _lmeval_results.py),
 OUT_DIR/samples.jsonl (one row per subtask, document and filter, with every metric, the answer's finish_reason and
@@ -146,6 +147,19 @@ def check(spec: dict[str, Any]) -> int:
     return 3 if failed else 0
 
 
+def local_tokenizer(spec: dict[str, Any], base_url: str, timeout_s: float) -> dict[str, Any]:
+    """`tokenizer: local`: the folder of the tokenizer the engine serves (spec `tokenizer_path` over what the engine
+    reports), loaded and checked against the engine's /tokenize; what was used, for the summary. Raises
+    TokenizerProblem."""
+    from evalharness.phases._local_tokenizer import (LocalTokenizer, engine_agreement, served_tokenizer,
+                                                     tokenizer_folder)
+
+    where = spec.get("tokenizer_path") or served_tokenizer(base_url, timeout_s)
+    tokenizer = LocalTokenizer(tokenizer_folder(where))
+    return {**tokenizer.describe(), "served": where,
+            "engine_agrees": engine_agreement(tokenizer, base_url, spec["model"], timeout_s)}
+
+
 def main(spec_path: str) -> int:
     global _DATA
     spec = json.loads(Path(spec_path).read_text())
@@ -160,6 +174,7 @@ def main(spec_path: str) -> int:
     from lm_eval import simple_evaluate
 
     from evalharness.phases._lmeval_results import HeadlineMissing, read_answers, read_failures, summarize
+    from evalharness.phases._local_tokenizer import TokenizerProblem
 
     chat = spec.get("api") == "chat"
     base = spec["base_url"].rstrip("/")
@@ -171,8 +186,8 @@ def main(spec_path: str) -> int:
         "max_retries": spec.get("max_retries", 5),
         "timeout": int(spec.get("timeout_s", 300)),
         "max_gen_toks": spec.get("max_gen_toks") or 256,
-        # the engine's own tokenizer through its /tokenize endpoint: no hub download, same tokens as the server
-        "tokenizer_backend": "none" if chat else spec.get("tokenizer", "remote"),
+        # remote: the engine's own tokenizer through its /tokenize endpoint; local: its files read here (below)
+        "tokenizer_backend": "none" if chat else spec.get("tokenizer") or "remote",
         "tokenized_requests": False,
         "record_path": str(answers_path),
         # every finished request, kept as it finishes: a retry or a resume sends only the others (_lmeval_requests.py)
@@ -182,6 +197,13 @@ def main(spec_path: str) -> int:
         # sends seed+k, so repeats are fresh draws on an engine that honours it and the same seeds in every cell
         "seed": int(spec.get("seed", 1234)),
     }
+    if model_args["tokenizer_backend"] == "local":
+        try:
+            tokenizer = local_tokenizer(spec, base, int(model_args["timeout"]))
+        except TokenizerProblem as exc:  # a setting the engine cannot meet: no retry helps
+            print(f"task {spec['task']}: quality.{exc}", file=sys.stderr)
+            return 3
+        model_args["local_tokenizer"] = str(tokenizer["folder"])
     if chat:
         model_args.update(chat_template_kwargs=spec.get("chat_template_kwargs"),
                           think_end_token=spec.get("think_end_token"),
@@ -220,6 +242,8 @@ def main(spec_path: str) -> int:
     except HeadlineMissing as exc:
         print(f"task {spec['task']}: quality.task_settings.{spec['task']}.{exc}", file=sys.stderr)
         return 3
+    if model_args["tokenizer_backend"] == "local":
+        summary["tokenizer"] = tokenizer
     if documents is not None:
         summary["subset"] = {"seed": None if first else int(spec.get("subset_seed", 1234)),
                              "documents": sum(len(ids) for ids in documents.values()),
