@@ -33,6 +33,29 @@ def _resolve_relative(value: str, base: Path) -> str:
     return value
 
 
+def _tokenizer_problem(matrix: Matrix) -> str | None:
+    """Why `tokenizer: local` cannot read the served model's tokenizer.json, where that can be known before launch:
+    a model folder without it. A hub id is found in the cache at run time (the engine may download it first), and a
+    tokenizer named in the flags (--tokenizer-path, --tokenizer) is read where the engine reports it."""
+    quality = matrix.quality
+    if quality is None or quality.api != "completions" or quality.tokenizer != "local" or matrix.engine == "external":
+        return None
+    flags = [matrix.args, *(value.args for values in matrix.axes.values() for value in values.values() if value)]
+    if any(name in args for args in flags for name in ("--tokenizer-path", "--tokenizer")):
+        return None
+    model = Path(matrix.model)
+    if not (model.is_absolute() or model.is_dir()):
+        return None  # a hub id
+    if not model.is_dir():
+        return (f"quality.tokenizer: local reads the served model's tokenizer.json, but the model folder {model} "
+                "does not exist")
+    if not (model / "tokenizer.json").is_file():
+        return (f"quality.tokenizer: local reads the served model's tokenizer.json (the Hugging Face fast "
+                f"tokenizer's file), and {model} has none; a model with only a sentencepiece tokenizer.model needs "
+                "it converted; else set `tokenizer: remote` (vLLM) or `none` (generation tasks only)")
+    return None
+
+
 def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     """Read, validate and expand a matrix file. Raises SpecError with a message fit for the command line."""
     path = Path(path)
@@ -88,6 +111,11 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
             _resolve_relative(value.command[0], path.parent), *value.command[1:]]}) if value and value.command else value
             for name, value in values.items()} for axis, values in matrix.axes.items()}
     matrix = matrix.model_copy(update=updates)
+    problem = _tokenizer_problem(matrix)
+    if problem:
+        given = isinstance(tree.get("quality"), dict) and "tokenizer" in tree["quality"]
+        line = line_of(tree, ("quality", "tokenizer") if given else ("model",))  # else the default on this model
+        raise SpecError(f"{path}:{line}: {problem}" if line else f"{path}: {problem}")
     try:
         cells = expand(matrix)
         reference = reference_cell(matrix, cells)

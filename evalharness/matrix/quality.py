@@ -98,9 +98,15 @@ class QualitySection(_Strict):
     include_path: str | None = Field(None, description="folder of task YAMLs; default the shipped tasks/lm_eval")
     include_defaults: bool = Field(False, description="also index lm-eval's built-in tasks (gsm8k, ...; slower)")
     api: Literal["completions", "chat"] = "completions"
-    tokenizer: Literal["remote", "none"] = Field(
-        "remote", description="remote: the engine's /tokenize and /tokenizer_info (loglikelihood tasks need it; vLLM "
-        "needs --enable-tokenizer-info-endpoint); none: generation tasks only")
+    tokenizer: Literal["local", "remote", "none"] | None = Field(
+        None, description="how api completions splits a loglikelihood task's prompt into context and continuation "
+        "tokens (multiple choice needs one; chat ignores it). local: the served model's tokenizer.json, read on this "
+        "machine with the `tokenizers` library from the folder (or cached hub id) the engine reports, and checked "
+        "against the engine's /tokenize before each task; remote: the engine's /tokenize and /tokenizer_info (vLLM "
+        "with --enable-tokenizer-info-endpoint; SGLang has no /tokenizer_info); none: generation tasks only. "
+        "Default: local where any cell is served by SGLang (remote cannot work there, and cells on both engines "
+        "then split prompts alike), else remote: vLLM's own tokenizer whatever it was launched with (a --tokenizer "
+        "override included), as before local existed")
     limit: int | None = Field(None, gt=0, description="documents per task (per subtask of a group), chosen by `subset`")
     subset: Literal["random", "first"] = Field("random", description="which documents `limit` keeps: random, a "
                                                "seeded random sample of each (sub)task, the same in every cell; "

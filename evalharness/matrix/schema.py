@@ -217,12 +217,15 @@ class Matrix(_Strict):
                 raise ValueError("engine 'external' launches nothing: command, args and axis args/env do not apply")
         elif self.base_url:
             raise ValueError(f"base_url: only engine 'external' takes a base_url; engine {self.engine!r} is launched")
-        if (self.engine == "sglang" and self.quality and self.quality.api == "completions"
-                and self.quality.tokenizer == "remote"):
+        sglang = self.engine == "sglang" or "sglang" in engine_values.values()
+        if self.quality is not None and self.quality.tokenizer is None:  # the default (matrix/quality.py says why)
+            self.quality.tokenizer = "local" if sglang else "remote"
+        if sglang and self.quality and self.quality.api == "completions" and self.quality.tokenizer == "remote":
             # lm-eval's RemoteTokenizer GETs /tokenizer_info first; SGLang 0.5.23 has no such endpoint (404), so
             # every task would fail after its retries (sglang/srt/entrypoints/http_server.py has /tokenize only)
             raise ValueError("quality.tokenizer: SGLang has no /tokenizer_info endpoint, which the remote tokenizer "
-                             "needs; set `tokenizer: none` (generation tasks only) or `api: chat`")
+                             "needs; set `tokenizer: local` (the served model's tokenizer.json, read by the harness; "
+                             "the default on SGLang), `none` (generation tasks only) or `api: chat`")
         self._check_operating_point()
         point = self.report.operating_point
         if self.quality is not None and "concurrency" not in self.quality.model_fields_set and point is not None \

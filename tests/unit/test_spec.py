@@ -225,8 +225,9 @@ def test_sglang_with_the_remote_tokenizer_is_refused_with_the_way_out(tmp_path):
     """lm-eval's RemoteTokenizer GETs /tokenizer_info, which SGLang 0.5.23 lacks (404, measured on the real server):
     without this check every quality task of every SGLang cell failed after its retries."""
     sglang = BASE.replace("engine: vllm", "engine: sglang")
-    message = load_error(tmp_path, sglang + "quality: {tasks: [eh_capitals]}\n")
-    assert "no /tokenizer_info" in message and "tokenizer: none" in message
+    message = load_error(tmp_path, sglang + "quality: {tasks: [eh_capitals], tokenizer: remote}\n")
+    assert "no /tokenizer_info" in message and "tokenizer: local" in message and "tokenizer: none" not in message
+    assert "`none` (generation tasks only)" in message
     load_matrix(write(tmp_path, sglang + "quality: {tasks: [eh_capitals], tokenizer: none}\n"))
     load_matrix(write(tmp_path, sglang + "quality: {tasks: [eh_capitals], api: chat}\n"))
 
@@ -235,7 +236,8 @@ def test_the_real_sglang_demo_matrix_expands_to_its_four_cells():
     matrix, cells, reference = load_matrix(REPO / "matrices" / "cpu-sglang.yaml")
     assert [c.id for c in cells] == ["dtype-float32.fault-none", "dtype-bfloat16.fault-none",
                                      "dtype-bfloat16.fault-flashinfer_attention", "dtype-bfloat16.fault-bad_rope"]
-    assert reference.id == "dtype-float32.fault-none" and matrix.quality.tokenizer == "none"
+    assert reference.id == "dtype-float32.fault-none" and matrix.quality.tokenizer == "local"
+    assert "eh_choice" in matrix.quality.tasks  # a loglikelihood task, on the local tokenizer
     assert all(c.env["SGLANG_USE_CPU_ENGINE"] == "1" and c.args["--device"] == "cpu" for c in cells)
 
 
