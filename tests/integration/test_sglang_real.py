@@ -2,7 +2,8 @@
 the vLLM tests). One server for the whole module, launched and torn down by the harness's own code
 (serving/server.py with the SGLang engine's launch plan); the tests that only read share it, and the last test tears
 it down and proves nothing of the real process tree is left. A crash cell runs beside it (it dies during start-up).
-The module's budget is one server start, a few short requests and one crash: about 2-3 minutes on this machine.
+The module's budget is one server start, a few short requests (two short quality tasks, one of them multiple choice
+scored by loglikelihood) and one crash: about 3 minutes on this machine.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from evalharness.serving.engines.sglang import COUNTERS, SglangEngine
 from evalharness.serving.engines.sglang_logs import LOG_RULES
 from evalharness.serving.logscan import classify_crash
 from evalharness.serving.server import ServerProcess
-from tests.integration.conftest import REPO, SERVED_NAME, free_port, run_harness
+from tests.integration.conftest import MODEL, REPO, SERVED_NAME, free_port, run_harness
 from tests.integration.sglang_real import require_sglang, sglang_matrix
 
 pytestmark = [pytest.mark.timeout(900)]
@@ -104,19 +105,56 @@ def test_throughput_figures_match_the_engines_counters(served):
     assert ENGINE.after_load(httpx.Client(timeout=30), plan, before) == {}  # not speculative: no acceptance figure
 
 
-def test_quality_generation_task_through_sglang(served, tmp_path):
-    """lm-eval's RemoteTokenizer needs /tokenizer_info, which SGLang lacks (404): SGLang cells score generation tasks
-    with tokenizer none (the matrix check refuses remote for SGLang)."""
+def test_quality_tasks_through_sglang_generation_and_loglikelihood(served, tmp_path):
+    """A generation task and eh_choice, multiple choice scored by loglikelihood. lm-eval's RemoteTokenizer needs
+    /tokenizer_info, which SGLang lacks (404): the harness splits each prompt into context and continuation with the
+    tokenizer.json of the folder SGLang names in /model_info (`tokenizer: local`), checked against its /tokenize."""
     plan, server = served["plan"], served["server"]
     done = []
-    run_quality(["eh_capitals"], plan.base_url, plan.served_model_name, tmp_path / "cell", tmp_path,
+    run_quality(["eh_capitals", "eh_choice"], plan.base_url, plan.served_model_name, tmp_path / "cell", tmp_path,
                 lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
-                api="completions", tokenizer="none", concurrency=2, limit=6, request_timeout_s=300,
+                api="completions", tokenizer="local", concurrency=2, limit=6, request_timeout_s=300,
                 task_timeout_s=600, retries=0, done=done)
-    assert len(done) == 1 and not done[0].error, done
+    assert [t.task for t in done] == ["eh_capitals", "eh_choice"] and not any(t.error for t in done), done
     assert done[0].value is not None and done[0].value >= 0.5, done[0]  # SmolLM2 knows capitals (9/10 on vLLM)
-    with httpx.Client(timeout=10) as client:
+    assert done[1].metric == "acc,none" and done[1].value >= 0.5, done[1]  # 0.9 of 60 on vLLM; chance 0.25
+    summary = json.loads((tmp_path / "cell" / "quality" / "eh_choice" / "summary.json").read_text())
+    assert summary["tokenizer"]["served"] == str(MODEL) and summary["tokenizer"]["engine_agrees"] is True, summary
+    # each choice's log-likelihood is the sum over the continuation's tokens as SGLang itself splits them: its own
+    # /tokenize counts the context, its echo gives every prompt token's log-probability
+    rows = [json.loads(line) for line in (tmp_path / "cell" / "quality" / "eh_choice" / "samples.jsonl")
+            .read_text().splitlines()]
+    docs = {json.dumps(d["stem"]): d for d in map(json.loads, (REPO / "tasks" / "lm_eval" / "data" / "choice.jsonl")
+                                                 .read_text().splitlines())}
+    row = rows[0]
+    doc = docs[json.dumps(row["prompt"])]
+    with httpx.Client(timeout=300) as client:
+        context = client.post(plan.root_url + "/tokenize", json={"prompt": row["prompt"],
+                                                                 "add_special_tokens": False}).json()["tokens"]
+        for choice, (loglikelihood, _greedy) in zip(doc["choices"], row["response"]):
+            echoed = client.post(plan.base_url + "/completions", json={
+                "model": plan.served_model_name, "prompt": f"{row['prompt']} {choice}", "max_tokens": 1,
+                "temperature": 0, "logprobs": 1, "echo": True}).json()["choices"][0]["logprobs"]["token_logprobs"]
+            assert abs(sum(echoed[len(context):-1]) - loglikelihood) < 1e-3, (choice, echoed, loglikelihood)
         assert client.get(plan.root_url + "/tokenizer_info").status_code == 404  # why remote cannot work
+
+
+def test_local_tokenizer_ids_equal_sglangs_tokenize(served):
+    """The model folder's tokenizer.json read with the `tokenizers` library gives SGLang's own ids (it tokenizes with
+    transformers), for task text, ChatML special tokens, accents, emoji and odd whitespace."""
+    from evalharness.phases._local_tokenizer import PROBE, LocalTokenizer
+
+    local = LocalTokenizer(MODEL)
+    texts = [PROBE, "The opposite of hot is cold", "Q: What is 17 + 25?\nA:", "<|im_start|>user\nHi<|im_end|>\n",
+             "Ünïcödé ✓ 日本語 😀", "   leading", "trailing   ", "a\r\nb", "1234567890 3.14159"]
+    with httpx.Client(timeout=60) as client:
+        for text in texts:
+            engine = client.post(served["plan"].root_url + "/tokenize",
+                                 json={"prompt": text, "add_special_tokens": False}).json()["tokens"]
+            assert local.encode(text) == engine, text
+            decoded = client.post(served["plan"].root_url + "/detokenize",
+                                  json={"tokens": engine, "skip_special_tokens": False}).json()["text"]
+            assert local.decode(engine) == decoded, text
 
 
 def test_distribution_figures_exist_on_the_real_server(served, tmp_path):
