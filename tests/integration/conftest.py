@@ -265,3 +265,48 @@ def calibration(shared_engine) -> Calibration:
     measured = Calibration(slowest_probe_s=round(max(seconds), 2))
     print(f"calibration: slowest probe answer {measured.slowest_probe_s}s -> request timeout {measured.request_s}s")
     return measured
+
+
+# A machine where SGLang 0.5.23 should install never passes with its real-SGLang tests skipped: a failed set-up (its
+# reason in .engine/sglang/unavailable) or a skip of any other kind fails the session (scripts/sglang_expected.py
+# decides from the platform; scripts/test.sh says it in its first line). Where it should not install, they are skipped
+# with their reason, as before.
+_SGLANG_SKIPPED: list[tuple[str, str]] = []
+_SGLANG_FAILURE: list[str] = []
+
+
+def _real_sglang_skip(item: pytest.Item, report: pytest.TestReport) -> str | None:
+    """The skip message of a real-SGLang test (in a module that uses require_sglang, or skipped by it), else None."""
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return None
+    longrepr = report.longrepr
+    message = str(longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else longrepr)
+    uses_sglang = callable(getattr(getattr(item, "module", None), "require_sglang", None))
+    return message if uses_sglang or "real SGLang unavailable" in message else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    message = _real_sglang_skip(item, report)
+    if message is not None:
+        _SGLANG_SKIPPED.append((item.nodeid, message))
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from scripts import sglang_expected
+
+    if not _SGLANG_SKIPPED:
+        return
+    failure = sglang_expected.skipped_tests(_SGLANG_SKIPPED, sglang_expected.not_expected(sglang_expected.gather()))
+    if failure is not None:
+        _SGLANG_FAILURE.append(failure)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for failure in _SGLANG_FAILURE:
+        terminalreporter.section("real SGLang expected", sep="=", red=True, bold=True)
+        terminalreporter.line(failure, red=True)
