@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class Percentiles(BaseModel):
@@ -59,6 +59,9 @@ class ScenarioResult(BaseModel):
     duration_s: float
     output_tokens: int
     prompt_tokens: int | None = None
+    request_prompt_tokens: list[int | None] = Field(default_factory=list, description="the first requests' prompt "
+                                                    "tokens as the server counted them, in the order sent (the same "
+                                                    "prompts in every cell); empty in runs before it was recorded")
     output_tok_s: float  # aggregate: all output tokens over the wall time of the measured requests
     request_decode_tok_s: Percentiles  # per request: tokens after the first chunk over their time (single-stream figure)
     ttft_s: Percentiles

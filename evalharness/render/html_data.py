@@ -213,8 +213,12 @@ def settings_diffs(run: RunResult) -> dict[str, list[list[Any]]]:
             asked = asked_names(b.args, b.env, a.args, a.env)
             diffs = resolved_differences(_settings(a), _settings(b)) + \
                 resolved_differences(a.resolved, b.resolved, asked)
-            out[f"{a.id}|{b.id}"] = [[d.key, _text(d.reference), _text(d.cell), d.asked or d.key.startswith(("flag ", "env "))]
-                                     for d in diffs]
+            engines = (run.cell_engine(a.id), run.cell_engine(b.id))
+            # cells on two engines: the engine first (their resolved keys are two engines' names for their settings;
+            # report.md compares them by meaning)
+            out[f"{a.id}|{b.id}"] = ([["engine", engines[0], engines[1], True]] if engines[0] != engines[1] else []) + \
+                [[d.key, _text(d.reference), _text(d.cell), d.asked or d.key.startswith(("flag ", "env "))]
+                 for d in diffs]
     return out
 
 

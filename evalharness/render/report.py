@@ -14,6 +14,7 @@ from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, other_kind
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.drift import drift_section, interval_text, verdict_text
+from evalharness.render.engines import engines_section
 from evalharness.render.load import figure_text, load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.numerics import kl_text, numerics_section
@@ -83,7 +84,7 @@ def render_markdown(run: RunResult) -> str:
                       "`cells/<id>/quality/<task>/`."]
     parts += ["", *quality_section(run), *drift_section(run), *numerics_section(run), *throughput_section(run), *timing_section(run),
               *server_section(run),
-              *garbage_section(run), *_differences_section(run)]
+              *garbage_section(run), *engines_section(run), *_differences_section(run)]
     parts += _no_effect_section(run)
     parts += _warnings_section(run)
     parts += _requests_section(run)
@@ -232,6 +233,11 @@ def _differences_section(run: RunResult) -> list[str]:
     for cid in run.cell_order:
         cell = run.cells.get(cid)
         if cell is None or cid == run.reference or not cell.resolved:
+            continue
+        if run.cell_engine(cid) != run.cell_engine(run.reference):
+            out += [f"### `{cid}`", "", f"Served by {md_text(run.cell_engine(cid))}, whose settings have other names: "
+                    "compared by meaning in Engines side by side (every key in results.json).", ""]
+            any_rows = True
             continue
         asked = asked_names(cell.args, cell.env, reference.args, reference.env)
         diffs = resolved_differences(reference.resolved, cell.resolved, asked)

@@ -23,6 +23,9 @@ from evalharness.records.measures import RepeatFigures, ScenarioResult
 from evalharness.serving import interference
 
 
+PAIRED_PROMPTS = 64  # requests whose prompt counts a scenario keeps
+
+
 def _store(cell_dir: Path, name: str) -> Path:
     return cell_dir / "throughput" / f"{name}.jsonl"
 
@@ -135,7 +138,12 @@ def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, 
                              output_len=scenario.output_len, prompts=client.prompts.name, rates=kept_rates)
     every = summarize(scenario.name, [r for one in records for r in one], concurrency=scenario.concurrency,
                       request_rate=scenario.request_rate, input_len=scenario.input_len, output_len=scenario.output_len)
-    result.requests, result.completed, result.errors = every.requests, every.completed, every.errors  # all judged
+    # all judged; the prompt tokens with them, so that prompt_tokens / completed is a mean over the same requests
+    result.requests, result.completed, result.errors = every.requests, every.completed, every.errors
+    result.prompt_tokens = every.prompt_tokens
+    # each request's prompt as the server counted it, in the order sent: every cell sends the same prompts in the
+    # same order, so two cells (two engines) pair request by request (analysis/engines.py)
+    result.request_prompt_tokens = [r.prompt_tokens for one in records for r in one][:PAIRED_PROMPTS]
     if len(figures) > 1:
         result.repeat_tok_s = [f.tok_s for f in figures]
         result.output_tok_s = sum(kept_rates) / len(kept_rates)
