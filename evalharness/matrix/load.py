@@ -38,7 +38,8 @@ def _tokenizer_problem(matrix: Matrix) -> str | None:
     a model folder without it. A hub id is found in the cache at run time (the engine may download it first), and a
     tokenizer named in the flags (--tokenizer-path, --tokenizer) is read where the engine reports it."""
     quality = matrix.quality
-    if quality is None or quality.api != "completions" or quality.tokenizer != "local" or matrix.engine == "external":
+    if quality is None or not quality.uses_api("completions") or quality.tokenizer != "local" \
+            or matrix.engine == "external":
         return None
     flags = [matrix.args, *(value.args for values in matrix.axes.values() for value in values.values() if value)]
     if any(name in args for args in flags for name in ("--tokenizer-path", "--tokenizer")):

@@ -72,6 +72,9 @@ class TaskSettings(_Strict):
     repeats: int | None = Field(None, ge=1, le=1000, description="over quality.repeats")
     reference_repeats: int | None = Field(None, ge=1, le=1000, description="over quality.reference_repeats")
     looks: Looks
+    api: Literal["completions", "chat"] | None = Field(None, description="over quality.api: a task scored through "
+                                                       "chat (the chat template, a reasoning parser) beside "
+                                                       "loglikelihood tasks through completions, in one matrix")
     max_gen_toks: MaxGenToks
     gen_kwargs: GenKwargs
     chat_template_kwargs: ChatTemplateKwargs
@@ -139,11 +142,13 @@ class QualitySection(_Strict):
             for task in getattr(self, section):
                 if task not in self.tasks:
                     raise ValueError(f"{section}.{task}: {unknown_name('task', task, self.tasks)}")
-        for where, settings in [("", self), *((f"task_settings.{t}.", g) for t, g in self.task_settings.items())]:
-            if self.api != "chat" and (settings.chat_template_kwargs or settings.think_end_token
-                                       or settings.stop_strings == "answer"):
+        for where, settings, chat in [("", self, self.uses_api("chat")),
+                                      *((f"task_settings.{t}.", g, self.api_for(t) == "chat")
+                                        for t, g in self.task_settings.items())]:
+            if not chat and (settings.chat_template_kwargs or settings.think_end_token
+                             or settings.stop_strings == "answer"):
                 raise ValueError(f"{where}chat_template_kwargs, think_end_token and stop_strings: answer apply to "
-                                 "api: chat only")
+                                 f"api: chat only{'' if where else ' (no task is scored through chat)'}")
         for task in self.tasks:
             own = self.task_settings.get(task)
             key = f"task_settings.{task}.looks" if own is not None and own.looks else "looks"
@@ -153,6 +158,15 @@ class QualitySection(_Strict):
                 raise ValueError(f"{key} (task {task}, {self.repeats_for(task, reference=False)} repeats): "
                                  f"{exc}") from None
         return self
+
+    def api_for(self, task: str) -> str:
+        """The endpoint one task is scored through: its own `api`, else the section's."""
+        own = self.task_settings.get(task)
+        return (own.api if own is not None and own.api else None) or self.api
+
+    def uses_api(self, api: str) -> bool:
+        """Whether any task is scored through this endpoint."""
+        return any(self.api_for(task) == api for task in self.tasks)
 
     def looks_for(self, task: str) -> list[int]:
         """The repeat counts after which a cell looks at one task: its own looks, else the section's, resolved

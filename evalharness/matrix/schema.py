@@ -220,7 +220,7 @@ class Matrix(_Strict):
         sglang = self.engine == "sglang" or "sglang" in engine_values.values()
         if self.quality is not None and self.quality.tokenizer is None:  # the default (matrix/quality.py says why)
             self.quality.tokenizer = "local" if sglang else "remote"
-        if sglang and self.quality and self.quality.api == "completions" and self.quality.tokenizer == "remote":
+        if sglang and self.quality and self.quality.uses_api("completions") and self.quality.tokenizer == "remote":
             # lm-eval's RemoteTokenizer GETs /tokenizer_info first; SGLang 0.5.23 has no such endpoint (404), so
             # every task would fail after its retries (sglang/srt/entrypoints/http_server.py has /tokenize only)
             raise ValueError("quality.tokenizer: SGLang has no /tokenizer_info endpoint, which the remote tokenizer "

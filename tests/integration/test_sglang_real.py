@@ -34,6 +34,8 @@ pytestmark = [pytest.mark.timeout(900)]
 ENGINE = SglangEngine()
 # the real logs are kept here after every run (ignored by git); tests/data/sglang-0.5.23-cpu-*.log were copied from it
 KEEP = REPO / ".cache" / "test-artifacts"
+# decode against prefill log-probabilities of the same tokens on the real server (float32): see the test below
+TOLERANCE = 1e-3
 
 
 def _launch(tmp: Path, cell_args: str, name: str):
@@ -49,7 +51,8 @@ def _launch(tmp: Path, cell_args: str, name: str):
 def served(tmp_path_factory):
     require_sglang()
     tmp = tmp_path_factory.mktemp("sglang-real")
-    matrix, plan, server = _launch(tmp, "{}", "ref")
+    # the story's reasoning parser (matrices/sm120.yaml): the chat test reads what it leaves in reasoning_content
+    matrix, plan, server = _launch(tmp, "{args: {--reasoning-parser: qwen3}}", "ref")
     try:
         readiness = server.wait_ready(600)
         if readiness.outcome != "ready":
@@ -139,6 +142,58 @@ def test_quality_tasks_through_sglang_generation_and_loglikelihood(served, tmp_p
         assert client.get(plan.root_url + "/tokenizer_info").status_code == 404  # why remote cannot work
 
 
+def _chat_scoring(served, folder, template_kwargs):
+    plan, server = served["plan"], served["server"]
+    done = []
+    run_quality(["eh_capitals"], plan.base_url, plan.served_model_name, folder, folder,
+                lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
+                api="chat", tokenizer="none", concurrency=2, limit=6, request_timeout_s=300, task_timeout_s=600,
+                retries=0, done=done, repeats=lambda task: 2, seed=1234,
+                per_task=lambda task: {"stop_strings": "answer", "max_gen_toks": 24,
+                                       "chat_template_kwargs": template_kwargs})
+    [score] = done
+    assert not score.error and [r.seed for r in score.repeats] == [1235] and not score.repeats[0].error, score
+    rows = {}
+    for repeat in ("", "repeat-1"):
+        task_dir = folder / "quality" / "eh_capitals" / repeat
+        samples = [json.loads(line) for line in (task_dir / "samples.jsonl").read_text().splitlines()]
+        answers = {a["prompt_hash"]: a for a in map(json.loads, (task_dir / "answers.jsonl").read_text().splitlines())}
+        assert len(samples) == 6 and all(s["prompt_hash"] in answers for s in samples), (samples, answers)
+        rows[repeat or "repeat-0"] = [(s, answers[s["prompt_hash"]]) for s in samples]
+    return score, rows
+
+
+def test_chat_scoring_with_seeds_answer_stops_and_a_reasoning_parser(served, tmp_path):
+    """The story's quality path (matrices/sm120.yaml) on the real SGLang: a generation task through chat completions,
+    repeats with their own seeds, stop strings applied to the answer (`stop_strings: answer`, never sent), SGLang's
+    qwen3 reasoning parser on the server (as matrices/cpu-sglang.yaml's chat task).
+
+    What the real server does with it (0.5.23, srt/entrypoints/openai/serving_chat.py _get_reasoning_from_request):
+    the qwen3 parser's reasoning_default is "enable_thinking", so unless the request says enable_thinking false every
+    reply is taken as thinking until a </think> that a model which does not think never writes: the whole reply lands
+    in reasoning_content, the answer is empty, and the task scores 0. With {enable_thinking: false} the reply is the
+    answer. The harness scores exactly the content and keeps the reasoning beside it, so its report says "6/6 empty"
+    rather than a silent zero."""
+    score, rows = _chat_scoring(served, tmp_path / "off", {"enable_thinking": False})
+    assert score.generation.requests == 6 and score.generation.truncated == 0, score.generation
+    for repeat, pairs in rows.items():
+        for sample, answer in pairs:
+            # no thinking: content is the reply, and lm-eval scored that content (cut by the harness at a stop string)
+            assert answer["reasoning"] is None and answer["content"], (repeat, answer)
+            # (the task's filter strips the punctuation around it)
+            assert sample["response"] and sample["response"] in answer["content"].split("\n")[0], (sample, answer)
+            assert answer["stop_reason"] is None, answer  # the task's stop strings were never sent
+    assert any(s["metrics"]["exact_match"] == 0.0 for pairs in rows.values() for s, _ in pairs)  # full sentences
+    forced, rows = _chat_scoring(served, tmp_path / "default", None)
+    assert forced.value == 0.0, forced
+    for repeat, pairs in rows.items():
+        for sample, answer in pairs:
+            assert answer["content"] == "" and answer["reasoning"] and sample["response"] == "", (repeat, answer)
+            assert sample["reasoning"] == answer["reasoning"]  # kept beside the empty answer, for the report
+    # (a reply that writes <think>...</think> itself could not be had from SmolLM2: asked to copy one, it writes
+    # only "The answer is Paris." - the parser's split of a real chain stays with the contract tests)
+
+
 def test_local_tokenizer_ids_equal_sglangs_tokenize(served):
     """The model folder's tokenizer.json read with the `tokenizers` library gives SGLang's own ids (it tokenizes with
     transformers), for task text, ChatML special tokens, accents, emoji and odd whitespace."""
@@ -182,6 +237,65 @@ def test_distribution_figures_exist_on_the_real_server(served, tmp_path):
         assert echoed[key].token_ids == ctx.token_ids and len(echoed[key].top) == len(ctx.token_ids), echoed[key]
         assert all(lp is not None and lp <= 0 for lp in echoed[key].logprobs), echoed[key]
     assert summary["positions"] == sum(len(c.token_ids) for c in contexts.values()), summary
+
+
+def test_generate_decode_time_logprobs_equal_the_same_tokens_scored_as_a_prompt(served):
+    """What the numerics check's reverse direction rests on (phases/logprobs.py GeneratePath): the log-probability
+    SGLang reports for a token it sampled (decode) equals that token's when the same ids come back as a prompt
+    (prefill), on the real server. Measured on 2026-12-04 (float32, torch_native attention): within TOLERANCE."""
+    from evalharness.phases.logprobs import GeneratePath
+
+    path = GeneratePath(served["plan"].root_url, 300.0, 2, 3)
+    try:
+        prompt = path.tokenize("The capital of France is Paris. The capital of Germany is")
+        drawn = path.sample(prompt, max_tokens=16, seed=7, k=5)
+        echoed = path.echo(prompt, drawn.token_ids, k=5)
+    finally:
+        path.close()
+    assert len(prompt) == 12 and 1 <= len(drawn.token_ids) <= 16
+    assert echoed.token_ids == drawn.token_ids and len(echoed.logprobs) == len(drawn.logprobs)
+    gaps = [abs(a - b) for a, b in zip(drawn.logprobs, echoed.logprobs)]
+    print(f"SGLang decode vs prefill log-probabilities: largest gap {max(gaps):.2e} over {len(gaps)} tokens")
+    assert max(gaps) < TOLERANCE, (drawn.logprobs, echoed.logprobs)
+    # and the top tokens agree where both list them: the same 5 most likely at every position
+    assert [set(a) for a in drawn.top] == [set(b) for b in echoed.top]
+
+
+def test_the_numerics_check_of_the_server_against_itself_holds_zero(served, tmp_path):
+    """The numerics phase end to end on the real SGLang, the server against itself as a cell with the reference's
+    own settings: both directions' intervals hold zero (what a relaunch of an unchanged configuration must show
+    before a nonzero divergence of a real cell means anything)."""
+    from evalharness.analysis.numerics import compare_distributions
+    from evalharness.phases import distribution
+    from evalharness.records.cellfiles import load_scored, save_scored
+    from tests.integration.conftest import SHORT_CONTEXTS
+
+    plan = served["plan"]
+    ref_dir, cell_dir = tmp_path / "ref", tmp_path / "cell"
+    ref_dir.mkdir()
+    cell_dir.mkdir()
+    common = dict(prompts_path=SHORT_CONTEXTS, max_tokens=12, path_kind=ENGINE.logprob_path, root_url=plan.root_url)
+    ref, _ = distribution.run_phase(plan.base_url, plan.served_model_name, ref_dir, ref_dir, True, 300, **common)
+    cell, _ = distribution.run_phase(plan.base_url, plan.served_model_name, cell_dir, ref_dir, False, 300, **common)
+    assert ref["error"] is None and cell["error"] is None, (ref, cell)
+    scorer = distribution.open_path(ENGINE.logprob_path, plan.base_url, plan.root_url, plan.served_model_name, 300.0)
+    try:
+        save_scored(cell_dir / "reverse_scored.jsonl",
+                    distribution.score_samples(scorer, load_scored(cell_dir / "own_samples.jsonl")))
+    finally:
+        scorer.close()
+    contexts = load_scored(ref_dir / "contexts.jsonl")
+    out = compare_distributions(load_scored(ref_dir / "distribution.jsonl"), load_scored(cell_dir / "distribution.jsonl"),
+                                load_scored(cell_dir / "own_samples.jsonl"),
+                                load_scored(cell_dir / "reverse_scored.jsonl"), contexts)
+    print(f"SGLang against itself: forward {out.forward.estimate:.2e} [{out.forward.ci_low:.2e}, "
+          f"{out.forward.ci_high:.2e}], reverse {out.reverse.estimate:.2e} [{out.reverse.ci_low:.2e}, "
+          f"{out.reverse.ci_high:.2e}], top token agreed {out.same_top_token:.3f}")
+    assert out.forward.positions == sum(len(c.token_ids) for c in contexts) > 0
+    for direction in (out.forward, out.reverse):
+        assert direction.ci_low <= 0 <= direction.ci_high, direction
+        assert abs(direction.estimate) < 1e-3, direction
+    assert out.same_top_token > 0.99 and out.disjoint_topk == 0
 
 
 def test_a_real_startup_crash_is_classified_from_its_log(tmp_path):

@@ -254,3 +254,24 @@ def test_real_sglang_tests_skip_with_set_ups_reason_where_it_cannot_install(tmp_
     monkeypatch.setattr(sglang_real, "SGLANG_BIN", tmp_path / "no-sglang")
     with pytest.raises(pytest.fail.Exception, match="run scripts/setup.sh"):
         sglang_real.require_sglang()
+
+
+def test_a_task_may_be_scored_through_chat_beside_loglikelihood_tasks_through_completions(tmp_path):
+    """The story's chat scoring and lm-eval's multiple choice in one matrix (issue 41): `api` per task."""
+    text = BASE + ("quality:\n  tasks: [eh_capitals, eh_choice]\n  task_settings:\n    eh_capitals: {api: chat, "
+                   "stop_strings: answer, chat_template_kwargs: {enable_thinking: false}}\n")
+    matrix, _, _ = load_matrix(write(tmp_path, text))
+    quality = matrix.quality
+    assert (quality.api_for("eh_capitals"), quality.api_for("eh_choice")) == ("chat", "completions")
+    # the worker's spec for the chat task carries its api (run_quality lays per_task over the section's)
+    assert quality.settings_for("eh_capitals")["api"] == "chat" and "api" not in quality.settings_for("eh_choice")
+    # chat-only settings on a task scored through completions, or at the top with no chat task, are refused
+    message = load_error(tmp_path, BASE + "quality:\n  tasks: [eh_choice]\n  task_settings:\n    eh_choice: "
+                                          "{stop_strings: answer}\n")
+    assert "task_settings.eh_choice.chat_template_kwargs, think_end_token and stop_strings: answer apply to api: " \
+           "chat only" in message
+    message = load_error(tmp_path, BASE + "quality: {tasks: [eh_choice], stop_strings: answer}\n")
+    assert "no task is scored through chat" in message
+    # ...and allowed at the top when one task is: they apply to the chat tasks
+    load_matrix(write(tmp_path, BASE + "quality:\n  tasks: [eh_capitals, eh_choice]\n  stop_strings: answer\n"
+                                       "  task_settings: {eh_capitals: {api: chat}}\n"))
