@@ -70,7 +70,11 @@ def test_the_phase_against_itself_gives_about_zero_in_both_directions(shared_eng
           f"{out.reverse.estimate:.2e} [{out.reverse.ci_low:.2e}, {out.reverse.ci_high:.2e}], own samples identical "
           f"{out.reverse.own_samples_identical}/{out.reverse.contexts}")
     assert out.forward.positions == sum(len(c.token_ids) for c in contexts) and out.reverse.contexts == prompts
-    # one engine against itself: prefill against prefill, decode against prefill, both at float32 noise
+    # one engine against itself, both directions prefill against prefill (a cell scores its own samples by echo, as
+    # the reference does): float32 noise at most, and an interval that holds zero, as a relaunch of an unchanged
+    # configuration must before a nonzero divergence of a real cell means anything
     assert abs(out.forward.estimate) < 1e-3 and abs(out.reverse.estimate) < 1e-3
+    for direction in (out.forward, out.reverse):
+        assert direction.ci_low <= 0 <= direction.ci_high, direction
     assert out.same_top_token > 0.99 and out.disjoint_topk == 0
     assert out.reverse.own_samples_identical >= prompts // 2  # same seeds: a float-level tie may flip a draw
