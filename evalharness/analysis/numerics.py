@@ -12,7 +12,10 @@ by token id (the same ids are sent to both sides), so tokens that decode alike n
 - forward, KL(ref || cell): the reference's own samples (its contexts), each side scoring them by echo (prefill);
 - reverse, KL(cell || ref): the cell's own samples with their decode-time log-probabilities (which is where decode
   kernels, CUDA graphs, speculative decoding and the sampler act), the reference scoring them by echo. With a
-  speculative cell the log-probabilities are the target model's of the tokens it accepted.
+  speculative cell the log-probabilities are the target model's of the tokens it accepted. Decode and prefill are two
+  passes that differ a little in one engine too, so the reference's own decode-time minus prefill figure on its own
+  samples (`decode_floor`, per context) is subtracted, the contexts resampled together on both sides: a cell with the
+  reference's settings measures zero (an interval around it), not the engine's decode-vs-prefill gap.
 
 The interval: a bootstrap over contexts (scipy.stats.bootstrap, BCa, paired sums and counts, the statistic the
 ratio of their totals), because positions within one context are correlated and contexts are the independent unit.
@@ -43,32 +46,39 @@ RESAMPLES = 2000
 
 
 def kl_estimate(per_context: Sequence[Sequence[float]], confidence: float = CONFIDENCE,
-                resamples: int = RESAMPLES, seed: int = 0) -> KLEstimate:
-    """The mean log-ratio over every position of every context, with a bootstrap interval over contexts."""
-    rows = [np.asarray(r, dtype=float) for r in per_context if len(r)]
-    if not rows:
+                resamples: int = RESAMPLES, seed: int = 0,
+                floor: Sequence[Sequence[float]] | None = None) -> KLEstimate:
+    """The mean log-ratio over every position of every context, with a bootstrap interval over contexts. With
+    `floor` (per context, aligned with `per_context`): the floor's own mean log-ratio is subtracted, the contexts
+    resampled together on both sides, so the interval covers the difference."""
+    pairs = [(np.asarray(r, dtype=float), np.asarray(f, dtype=float))
+             for r, f in zip(per_context, floor if floor is not None else [[0.0]] * len(per_context))
+             if len(r) and len(f)]
+    if not pairs:
         return KLEstimate(available=False, reason="no positions could be paired", confidence=confidence)
-    sums = np.array([r.sum() for r in rows])
-    counts = np.array([float(len(r)) for r in rows])
-    estimate = float(sums.sum() / counts.sum())
+    sums, counts = np.array([r.sum() for r, _ in pairs]), np.array([float(len(r)) for r, _ in pairs])
+    floor_sums, floor_counts = np.array([f.sum() for _, f in pairs]), np.array([float(len(f)) for _, f in pairs])
+    floor_mean = float(floor_sums.sum() / floor_counts.sum()) if floor is not None else 0.0
+    estimate = float(sums.sum() / counts.sum()) - floor_mean
     out = KLEstimate(available=True, estimate=estimate + 0.0, confidence=confidence, positions=int(counts.sum()),
-                     contexts=len(rows))
-    ratios = sums / counts
-    if len(rows) < 2:
+                     contexts=len(pairs), floor=floor_mean if floor is not None else None)
+    if len(pairs) < 2:
         return out  # one context: no interval over contexts
-    if np.ptp(ratios) == 0:
+    if np.ptp(sums / counts - (floor_sums / floor_counts if floor is not None else 0.0)) == 0:
         out.ci_low = out.ci_high = estimate  # every context the same (identical engines): no spread to resample
         return out
 
-    def ratio(s: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
-        return s.sum(axis=axis) / c.sum(axis=axis)
+    def statistic(s: np.ndarray, c: np.ndarray, fs: np.ndarray, fc: np.ndarray, axis: int = -1) -> np.ndarray:
+        own = s.sum(axis=axis) / c.sum(axis=axis)
+        return own - fs.sum(axis=axis) / fc.sum(axis=axis) if floor is not None else own
 
     low = high = math.nan
     for method in ("BCa", "percentile"):  # BCa can be undefined (its jackknife degenerate): then the percentile one
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = bootstrap((sums, counts), ratio, paired=True, vectorized=True, confidence_level=confidence,
-                            n_resamples=resamples, method=method, rng=np.random.default_rng(seed))
+            res = bootstrap((sums, counts, floor_sums, floor_counts), statistic, paired=True, vectorized=True,
+                            confidence_level=confidence, n_resamples=resamples, method=method,
+                            rng=np.random.default_rng(seed))
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if math.isfinite(low) and math.isfinite(high):
             break
@@ -91,23 +101,46 @@ def log_ratios(numerator: Scored, denominator: Scored) -> list[float] | str:
     return [float(a) - float(b) for a, b in pairs]
 
 
-def direction(numerators: Sequence[Scored], denominators: Sequence[Scored],
-              confidence: float = CONFIDENCE) -> KLEstimate:
-    """One direction's estimate over the contexts both sides have (paired by id); `numerators` are the sampling
-    side's scores of its own samples."""
+def _paired_rows(numerators: Sequence[Scored], denominators: Sequence[Scored]) -> tuple[dict[str, list[float]], list[str]]:
+    """Context id -> per-position log-ratios, for the contexts both sides scored with the same tokens; and the
+    reasons of those that could not be paired."""
     by_id = {s.id: s for s in denominators}
-    rows: list[list[float]] = []
+    rows: dict[str, list[float]] = {}
     reasons: list[str] = []
     for num in numerators:
         den = by_id.get(num.id)
         if den is None:
             continue
         found = log_ratios(num, den)
-        (reasons.append(found) if isinstance(found, str) else rows.append(found))
+        if isinstance(found, str):
+            reasons.append(found)
+        else:
+            rows[num.id] = found
+    return rows, reasons
+
+
+def direction(numerators: Sequence[Scored], denominators: Sequence[Scored],
+              confidence: float = CONFIDENCE, floor: dict[str, list[float]] | None = None) -> KLEstimate:
+    """One direction's estimate over the contexts both sides have (paired by id); `numerators` are the sampling
+    side's scores of its own samples. `floor` (context id -> log-ratios): subtracted per context, over the contexts
+    it has (kl_estimate)."""
+    rows, reasons = _paired_rows(numerators, denominators)
+    if floor is not None:
+        rows = {cid: r for cid, r in rows.items() if floor.get(cid)}
     if not rows:
         reason = reasons[0] if reasons else "no context was scored on both sides"
         return KLEstimate(available=False, reason=reason, confidence=confidence)
-    return kl_estimate(rows, confidence)
+    return kl_estimate(list(rows.values()), confidence,
+                       floor=[floor[cid] for cid in rows] if floor is not None else None)
+
+
+def decode_floor(reference_samples: Sequence[Scored], reference_echo: Sequence[Scored]) -> dict[str, list[float]]:
+    """The reference's own decode-time minus prefill log-probabilities of its own samples (contexts.jsonl against
+    its distribution.jsonl), per context: the part of a reverse figure that two passes of one engine produce by
+    themselves (measured on the real SGLang 0.5.23, float32 CPU: 7.3e-6 [5.7e-6, 8.9e-6] per token, a server
+    against itself; vLLM 0.32.0: up to 1.5e-5 per token). Empty when the records have no decode-time figures."""
+    rows, _ = _paired_rows(reference_samples, reference_echo)
+    return rows
 
 
 def topk_figures(reference: Sequence[Scored], cell: Sequence[Scored]) -> DistributionDrift:
@@ -170,7 +203,10 @@ def compare_distributions(reference_echo: Sequence[Scored], cell_echo: Sequence[
                                  "(the run's last step on this machine, which `run --resume` finishes; "
                                  "not yet on a Ray cluster)")
     else:
-        out.reverse = direction(cell_samples, reverse_scored)
+        # the reference's own decode-vs-prefill difference subtracted: a cell with the reference's settings then
+        # measures zero, and what remains is the cell's decode path against the reference's
+        floor = decode_floor(reference_samples, reference_echo) or None
+        out.reverse = direction(cell_samples, reverse_scored, floor=floor)
         out.reverse.own_samples_identical = identical_samples(cell_samples, reference_samples)
     if not out.available and out.forward.available:
         out.available, out.reason = True, None

@@ -11,8 +11,7 @@ writes, by analysis/numerics.py. Imports no analysis, runner or render code.
 - Every cell, the reference included, scores those contexts by echo (prompt logprobs: a prefill pass) keeping, per
   continuation position, the token's own log-probability and the top-k: cells/<id>/distribution.jsonl (forward
   direction, KL(ref || cell)). Every other cell also samples its own continuation of each context the same way,
-  and scores it by echo itself (prefill, as the reference will): cells/<id>/own_samples.jsonl (reverse direction,
-  KL(cell || ref)).
+  with its decode-time log-probabilities: cells/<id>/own_samples.jsonl (reverse direction, KL(cell || ref)).
 - After the cells, the reference is served once more and scores every cell's own samples by echo
   (`score_samples`, runner/reverse.py): cells/<id>/reverse_scored.jsonl.
 
@@ -92,18 +91,10 @@ def make_contexts(path: LogprobPath, prompts: list[dict[str, str]], max_tokens: 
 
 
 def own_samples(path: LogprobPath, contexts: list[Scored], max_tokens: int, k: int = TOP_K) -> list[Scored]:
-    """This cell's own continuation of each of the reference's contexts, same seed, scored by the cell itself by echo
-    (prefill), as the reference will score them: both sides of the reverse direction then come from the same pass.
-    The decode-time log-probabilities a sample comes with are not the prefill's: on the real SGLang 0.5.23 (float32,
-    CPU) they differ by up to 1.9e-5 per token, and a server compared with itself measured KL(cell || ref) 7.3e-6
-    [5.7e-6, 8.9e-6], an interval without zero, for no difference at all (tests/integration/test_sglang_real.py)."""
+    """This cell's own continuation of each of the reference's contexts, same seed, with decode-time logprobs."""
 
     def one(ctx: Scored) -> Scored:
-        def work() -> Scored:
-            drawn = path.sample(ctx.prompt_ids, max_tokens, ctx.seed or SEED, k)
-            return path.echo(ctx.prompt_ids, drawn.token_ids, k) if drawn.token_ids else drawn
-
-        out = _guard(ctx.id, work)
+        out = _guard(ctx.id, lambda: path.sample(ctx.prompt_ids, max_tokens, ctx.seed or SEED, k))
         out.prompt_ids, out.seed = ctx.prompt_ids, ctx.seed
         return out
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class TaskDrift(BaseModel):
@@ -63,6 +63,10 @@ class KLEstimate(BaseModel):
     positions: int = 0
     contexts: int = 0
     own_samples_identical: int | None = None  # reverse: the cell's samples token for token the reference's (same seeds)
+    floor: float | None = Field(None, description="reverse: the reference's own decode-time minus prefill "
+                                "log-probability of its own samples, per token: what two passes of one engine differ "
+                                "by, which a cell with the reference's own settings shows too; subtracted from the "
+                                "estimate and its interval (None: not subtracted, a record from before it)")
 
 
 class DistributionDrift(BaseModel):

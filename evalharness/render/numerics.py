@@ -31,6 +31,17 @@ def _own(est: KLEstimate | None) -> str:
     return f"{est.contexts - est.own_samples_identical}/{est.contexts} differ"
 
 
+def _floor_text(run: RunResult) -> str:
+    floors = {cid: cell.drift.distribution.reverse.floor for cid, cell in run.cells.items()
+              if cell.drift is not None and cell.drift.distribution is not None
+              and cell.drift.distribution.reverse is not None and cell.drift.distribution.reverse.floor is not None}
+    if not floors:
+        return "not subtracted in this run: its records have no decode-time figures of the reference"
+    values = sorted(set(floors.values()))
+    return f"{_num(values[0])} nats per token here" if len(values) == 1 else \
+        f"{_num(values[0])} to {_num(values[-1])} nats per token here, over the contexts each cell shares"
+
+
 def numerics_section(run: RunResult) -> list[str]:
     rows = []
     for cid in run.cell_order:
@@ -55,7 +66,9 @@ def numerics_section(run: RunResult) -> list[str]:
             f"on the reference's own samples at temperature 1 (task-like prompts, {some_long}), both sides scoring "
             "the same token ids by echo (prefill). **KL(cell‖ref)**: on the cell's own samples with its decode-time "
             "log-probabilities (decode kernels, CUDA graphs, speculative decoding, the sampler), the reference "
-            "scoring them by echo; *own samples* says how many of them differ from the reference's at the same "
+            "scoring them by echo, less the reference's own decode-time minus prefill figure on its own samples "
+            f"({_floor_text(run)}: what two passes of one engine differ by, so that a cell with the reference's "
+            "settings measures zero); *own samples* says how many of them differ from the reference's at the same "
             "seed. Each is the mean of log p(x) − log q(x) over the sampled tokens x, an unbiased estimate that "
             "no top-k list can hide (it can come out slightly below 0 when nothing differs). The last three columns "
             "are the coarse top-5 figures: the share of positions whose top-5 sets are disjoint, the share with "

@@ -13,6 +13,11 @@ from evalharness.records.cellfiles import load_scored, save_scored
 from tests.integration.conftest import BASE_ARGS, SERVED_NAME
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
+# "holds zero" at float32's resolution: the same tokens' decode-time log-probabilities move by about 1e-7 per token
+# between two batches of one server (vLLM 0.32.0, 2026-12-04: the server against itself, 24/24 samples identical,
+# KL(cell||ref) -7.3e-8 [-1.5e-7, -3.1e-8] once the reference's own decode-vs-prefill gap, 3.7e-8, is subtracted), and
+# with identical samples the interval is that narrow: it must reach zero within this, far below any figure reported
+FLOAT_RESOLUTION = 1e-6
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +75,11 @@ def test_the_phase_against_itself_gives_about_zero_in_both_directions(shared_eng
           f"{out.reverse.estimate:.2e} [{out.reverse.ci_low:.2e}, {out.reverse.ci_high:.2e}], own samples identical "
           f"{out.reverse.own_samples_identical}/{out.reverse.contexts}")
     assert out.forward.positions == sum(len(c.token_ids) for c in contexts) and out.reverse.contexts == prompts
-    # one engine against itself, both directions prefill against prefill (a cell scores its own samples by echo, as
-    # the reference does): float32 noise at most, and an interval that holds zero, as a relaunch of an unchanged
-    # configuration must before a nonzero divergence of a real cell means anything
+    # one engine against itself: float32 noise at most, and an interval that holds zero (at float resolution) once
+    # the reference's own decode-vs-prefill gap is subtracted, as a relaunch of an unchanged configuration must
+    # before a nonzero divergence of a real cell means anything
     assert abs(out.forward.estimate) < 1e-3 and abs(out.reverse.estimate) < 1e-3
     for direction in (out.forward, out.reverse):
-        assert direction.ci_low <= 0 <= direction.ci_high, direction
+        assert direction.ci_low <= FLOAT_RESOLUTION and direction.ci_high >= -FLOAT_RESOLUTION, direction
     assert out.same_top_token > 0.99 and out.disjoint_topk == 0
     assert out.reverse.own_samples_identical >= prompts // 2  # same seeds: a float-level tie may flip a draw

@@ -304,3 +304,36 @@ def test_a_refusal_as_too_long_is_not_a_failed_request_but_other_failures_are():
         raise AttemptFailed("reset", "connection reset")
 
     assert refused_as_too_long(flaky) == "sent through the counted sender"
+
+
+def _floor_case(extra: float, rng: np.random.Generator, contexts: int = 30, positions: int = 16):
+    """Decode-time log-probabilities that sit 1e-5 (and some float noise) above the prefill's of the same tokens, on
+    the reference as on the cell (the real SGLang's gap, test_sglang_real.py), plus `extra` on the cell's decode
+    path alone."""
+    ref_ctx, ref_echo, own, rev = [], [], [], []
+    for c in range(contexts):
+        ids = [int(i) for i in rng.integers(1, 1000, positions)]
+        prefill = [float(v) for v in -rng.exponential(2.0, positions)]
+        ref_ctx.append(_scored(f"c{c}", ids, [p + 1e-5 + rng.normal(0, 1e-6) for p in prefill], prompt_ids=[1]))
+        ref_echo.append(_scored(f"c{c}", ids, prefill))
+        mine = [int(i) for i in rng.integers(1, 1000, positions)]
+        their = [float(v) for v in -rng.exponential(2.0, positions)]
+        own.append(_scored(f"c{c}", mine, [p + 1e-5 + extra + rng.normal(0, 1e-6) for p in their], prompt_ids=[1]))
+        rev.append(_scored(f"c{c}", mine, their))
+    return ref_ctx, ref_echo, own, rev
+
+
+def test_the_reverse_direction_subtracts_the_references_own_decode_against_prefill_gap():
+    """Decode and prefill differ a little in one engine (SGLang 0.5.23 on this CPU: 7.3e-6 per token, a server
+    against itself, interval without zero): a cell with the reference's settings must measure zero, and a cell whose
+    decode path differs must still show it."""
+    rng = np.random.default_rng(7)
+    ref_ctx, ref_echo, own, rev = _floor_case(0.0, rng)
+    same = compare_distributions(ref_echo, ref_echo, own, rev, ref_ctx).reverse
+    assert same.floor == pytest.approx(1e-5, abs=1e-6)
+    assert same.ci_low <= 0 <= same.ci_high and abs(same.estimate) < 2e-6, same
+    raw = compare_distributions(ref_echo, ref_echo, own, rev).reverse  # no reference samples: nothing subtracted
+    assert raw.floor is None and raw.ci_low > 0, raw  # the gap alone, called a divergence
+    ref_ctx, ref_echo, own, rev = _floor_case(0.01, rng)
+    broken = compare_distributions(ref_echo, ref_echo, own, rev, ref_ctx).reverse
+    assert broken.estimate == pytest.approx(0.01, abs=1e-4) and broken.ci_low > 0.009, broken
