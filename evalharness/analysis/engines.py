@@ -70,10 +70,10 @@ class EngineSetting(BaseModel):
 
 
 class PromptTokens(BaseModel):
-    """The same chat requests (one throughput scenario: the same seeded prompts, in the same order, in every cell) as
-    each server counted their prompt tokens, paired request by request."""
+    """The same chat requests (the throughput scenarios both ran: the same seeded prompts, in the same order, in every
+    cell) as each server counted their prompt tokens, paired request by request."""
 
-    scenario: str
+    scenario: str  # the scenarios, comma-separated
     requests: int  # paired: both servers counted the request's prompt
     differing: int  # of them, counted differently
     reference_mean: float
@@ -100,20 +100,24 @@ def _read(cell: CellResult, engine: str, concept: str) -> Any:
 
 
 def _prompt_tokens(reference: CellResult, cell: CellResult) -> PromptTokens | None:
-    """The first scenario both ran, its requests paired by the order they were sent (same name, same prompts)."""
+    """Every scenario both ran (same name, same prompts), their requests paired by the order they were sent."""
     theirs = {sc.name: sc for sc in cell.throughput}
+    names: list[str] = []
+    pairs: list[tuple[int, int]] = []
     for ours in reference.throughput:
         other = theirs.get(ours.name)
         if other is None:
             continue
-        pairs = [(a, b) for a, b in zip(ours.request_prompt_tokens, other.request_prompt_tokens)
+        found = [(a, b) for a, b in zip(ours.request_prompt_tokens, other.request_prompt_tokens)
                  if a is not None and b is not None]
-        if not pairs:
-            continue
-        return PromptTokens(scenario=ours.name, requests=len(pairs), differing=sum(a != b for a, b in pairs),
-                            reference_mean=sum(a for a, _ in pairs) / len(pairs),
-                            cell_mean=sum(b for _, b in pairs) / len(pairs))
-    return None
+        if found:
+            names.append(ours.name)
+            pairs += found
+    if not pairs:
+        return None
+    return PromptTokens(scenario=", ".join(names), requests=len(pairs), differing=sum(a != b for a, b in pairs),
+                        reference_mean=sum(a for a, _ in pairs) / len(pairs),
+                        cell_mean=sum(b for _, b in pairs) / len(pairs))
 
 
 def engine_comparisons(run: RunResult) -> list[EngineComparison]:

@@ -19,7 +19,7 @@ def _prompt_line(comparison: EngineComparison) -> str:
     if tokens is None:
         return ("The same chat requests were not counted on both (no throughput scenario in common, or a run before "
                 "prompts were recorded per request): whether the chat template and tokenizer agree is not measured.")
-    where = (f"The same chat requests (scenario `{md_text(tokens.scenario)}`, {tokens.requests} requests paired in "
+    where = (f"The same chat requests (scenarios {md_text(tokens.scenario)}, {tokens.requests} requests paired in "
              f"the order sent) came to {tokens.reference_mean:.1f} prompt tokens a request on "
              f"{md_text(comparison.reference_engine)} and {tokens.cell_mean:.1f} on {md_text(comparison.cell_engine)}")
     if not tokens.differing:

@@ -38,6 +38,8 @@ def _floor_text(run: RunResult) -> str:
     if not floors:
         return "not subtracted in this run: its records have no decode-time figures of the reference"
     values = sorted(set(floors.values()))
+    if values == [0.0]:
+        return "0 here: the reference's decode and prefill agreed to the last bit"
     return f"{_num(values[0])} nats per token here" if len(values) == 1 else \
         f"{_num(values[0])} to {_num(values[-1])} nats per token here, over the contexts each cell shares"
 
