@@ -142,3 +142,15 @@ def test_the_run_names_every_engine_with_its_version_the_references_first():
     old = RunResult(meta=meta.model_copy(update={"engine": "vllm"}), reference="v", cell_order=["v"],
                     cells={"v": _cell("v", None, "0.32.0")})
     assert old.cell_engine("v") == "vllm" and old.engine_line() == "vllm 0.32.0"
+
+
+def test_the_shipped_engines_matrix_serves_one_model_on_both_engines():
+    matrix, cells, reference = load_matrix(REPO / "matrices" / "cpu-engines.yaml")
+    assert {c.id: c.engine for c in cells} == {"engine-vllm.dtype-float32": "vllm", "engine-vllm.dtype-bfloat16": "vllm",
+                                               "engine-sglang.dtype-float32": "sglang"}
+    assert reference.id == "engine-vllm.dtype-float32"
+    # both engines split loglikelihood prompts alike: the model folder's own tokenizer (SGLang has no /tokenizer_info)
+    assert matrix.quality.tokenizer == "local" and "eh_choice" in matrix.quality.tasks
+    sglang = next(c for c in cells if c.engine == "sglang")
+    assert matrix.command_for(sglang)[0].endswith(".engine/sglang/venv/bin/sglang")
+    assert sglang.args["--context-length"] == next(c for c in cells if c.engine == "vllm").args["--max-model-len"]
