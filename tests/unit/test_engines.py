@@ -192,3 +192,38 @@ def test_the_parser_check_runs_under_the_matrixs_environment(tmp_path):
     cells = expand(matrix)
     check = check_cells(matrix, cells, sys.executable)
     assert check.checked and check.version == "0.5.23" and not check.failed, check
+
+
+def test_each_cell_is_checked_under_its_own_environment_and_launcher(tmp_path):
+    """Issue 41: validate applied the matrix's env only. Here the package that makes SGLang importable is on the
+    PYTHONPATH of one axis value, and two values carry two different installs: each cell is checked by the SGLang its
+    own server would import, and a cell on vLLM is not sent to SGLang's parser at all."""
+    import sys
+
+    from evalharness.matrix.expand import expand
+    from evalharness.serving.engines.sglang_check import check_cells
+
+    for version in ("0.5.23", "0.5.99"):
+        package = tmp_path / version / "sglang"
+        (package / "srt").mkdir(parents=True)
+        (package / "__init__.py").write_text(f'__version__ = "{version}"\n')
+        (package / "srt" / "__init__.py").write_text("")
+        # the 0.5.99 install refuses a flag, as an SGLang that renamed it would
+        refuse = "--old-flag" if version == "0.5.99" else "--never"
+        (package / "srt" / "server_args.py").write_text(
+            "import sys\n"
+            "def prepare_server_args(argv):\n"
+            f"    if {refuse!r} in argv:\n"
+            f"        print('sglang: error: unrecognized arguments: {refuse}', file=sys.stderr)\n"
+            "        raise SystemExit(2)\n"
+            "    return argv\n")
+    matrix = Matrix(name="t", engine="sglang", model="/m", args={"--old-flag": True}, axes={"install": {
+        "old": {"env": {"PYTHONPATH": str(tmp_path / "0.5.23")}},
+        "new": {"env": {"PYTHONPATH": str(tmp_path / "0.5.99")}},
+        "vllm": {"engine": "vllm"}}})
+    cells = [c for c in expand(matrix) if c.engine == "sglang"]
+    check = check_cells(matrix, cells, sys.executable)
+    assert check.checked and check.version == "0.5.23, 0.5.99", check
+    verdicts = {c.id: c for c in check.cells}
+    assert verdicts["install-old"].ok and not verdicts["install-new"].ok
+    assert "unrecognized arguments: --old-flag" in verdicts["install-new"].error
