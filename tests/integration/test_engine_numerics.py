@@ -16,8 +16,10 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
 # "holds zero" at float32's resolution: the same tokens' decode-time log-probabilities move by about 1e-7 per token
 # between two batches of one server (vLLM 0.32.0, 2026-12-04: the server against itself, 24/24 samples identical,
 # KL(cell||ref) -7.3e-8 [-1.5e-7, -3.1e-8] once the reference's own decode-vs-prefill gap, 3.7e-8, is subtracted), and
-# with identical samples the interval is that narrow: it must reach zero within this, far below any figure reported
-FLOAT_RESOLUTION = 1e-6
+# with identical samples the interval is that narrow. Where samples differ (a float-level tie flips a draw; SGLang
+# ignores seeds) the per-token decode-vs-prefill gap, up to 1.5e-5, cancels only on average: the interval must reach
+# zero within that gap's scale, a hundredth of what a bfloat16 cell measures (about 1e-3)
+FLOAT_RESOLUTION = 1e-5
 
 
 @pytest.fixture(scope="module")

@@ -36,8 +36,11 @@ ENGINE = SglangEngine()
 KEEP = REPO / ".cache" / "test-artifacts"
 # decode against prefill log-probabilities of the same tokens on the real server (float32): see the test below
 TOLERANCE = 1e-3
-# "holds zero" at float32's resolution (tests/integration/test_engine_numerics.py says why)
-FLOAT_RESOLUTION = 1e-6
+# "holds zero" at the resolution of the engine's own decode-vs-prefill gap (up to 1.9e-5 per token, measured below):
+# SGLang ignores a request's seed without --enable-deterministic-inference, so the cell's own samples are other tokens
+# than the reference's, and the gap, which varies by token, cancels only on average (the server against itself:
+# -3.1e-6 [-5.0e-6, -1.3e-6] on 6 contexts; a real bfloat16 cell measures about 1e-3)
+FLOAT_RESOLUTION = 1e-5
 
 
 def _launch(tmp: Path, cell_args: str, name: str):
@@ -147,17 +150,16 @@ def test_quality_tasks_through_sglang_generation_and_loglikelihood(served, tmp_p
 def _chat_scoring(served, folder, template_kwargs):
     plan, server = served["plan"], served["server"]
     done = []
-    run_quality(["eh_capitals"], plan.base_url, plan.served_model_name, folder, folder,
+    run_quality(["eh_capitals_chat"], plan.base_url, plan.served_model_name, folder, folder,
                 lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
                 api="chat", tokenizer="none", concurrency=2, limit=6, request_timeout_s=300, task_timeout_s=600,
                 retries=0, done=done, repeats=lambda task: 2, seed=1234,
-                per_task=lambda task: {"stop_strings": "answer", "max_gen_toks": 24,
-                                       "chat_template_kwargs": template_kwargs})
+                per_task=lambda task: {"stop_strings": "answer", "chat_template_kwargs": template_kwargs})
     [score] = done
     assert not score.error and [r.seed for r in score.repeats] == [1235] and not score.repeats[0].error, score
     rows = {}
     for repeat in ("", "repeat-1"):
-        task_dir = folder / "quality" / "eh_capitals" / repeat
+        task_dir = folder / "quality" / "eh_capitals_chat" / repeat
         samples = [json.loads(line) for line in (task_dir / "samples.jsonl").read_text().splitlines()]
         answers = {a["prompt_hash"]: a for a in map(json.loads, (task_dir / "answers.jsonl").read_text().splitlines())}
         assert len(samples) == 6 and all(s["prompt_hash"] in answers for s in samples), (samples, answers)
@@ -173,24 +175,27 @@ def test_chat_scoring_with_seeds_answer_stops_and_a_reasoning_parser(served, tmp
     What the real server does with it (0.5.23, srt/entrypoints/openai/serving_chat.py _get_reasoning_from_request):
     the qwen3 parser's reasoning_default is "enable_thinking", so unless the request says enable_thinking false every
     reply is taken as thinking until a </think> that a model which does not think never writes: the whole reply lands
-    in reasoning_content, the answer is empty, and the task scores 0. With {enable_thinking: false} the reply is the
+    in reasoning_content, the answer is empty, and the task scores 0. The task is eh_capitals_chat (one question, the
+    answer in a sentence): the few-shot tasks are restated, not answered, through chat by this model. With {enable_thinking: false} the reply is the
     answer. The harness scores exactly the content and keeps the reasoning beside it, so its report says "6/6 empty"
     rather than a silent zero."""
     score, rows = _chat_scoring(served, tmp_path / "off", {"enable_thinking": False})
-    assert score.generation.requests == 6 and score.generation.truncated == 0, score.generation
+    # SmolLM2 names most capitals in a sentence (15 of the first 20 through this server): the chat path scores
+    assert score.value >= 0.5 and score.generation.requests == 6, (score.value, score.generation)
     for repeat, pairs in rows.items():
         for sample, answer in pairs:
             # no thinking: content is the reply, and lm-eval scored that content (cut by the harness at a stop string)
             assert answer["reasoning"] is None and answer["content"], (repeat, answer)
-            # (the task's filter strips the punctuation around it)
+            # (the task's filter takes the last name in the sentence)
             assert sample["response"] and sample["response"] in answer["content"].split("\n")[0], (sample, answer)
             assert answer["stop_reason"] is None, answer  # the task's stop strings were never sent
-    assert any(s["metrics"]["exact_match"] == 0.0 for pairs in rows.values() for s, _ in pairs)  # full sentences
     forced, rows = _chat_scoring(served, tmp_path / "default", None)
     assert forced.value == 0.0, forced
     for repeat, pairs in rows.items():
         for sample, answer in pairs:
-            assert answer["content"] == "" and answer["reasoning"] and sample["response"] == "", (repeat, answer)
+            # an empty answer: nothing for the task's filter to find (lm-eval's regex filter says "[invalid]")
+            assert answer["content"] == "" and answer["reasoning"] and sample["response"] in ("", "[invalid]"), \
+                (repeat, answer, sample["response"])
             assert sample["reasoning"] == answer["reasoning"]  # kept beside the empty answer, for the report
     # (a reply that writes <think>...</think> itself could not be had from SmolLM2: asked to copy one, it writes
     # only "The answer is Paris." - the parser's split of a real chain stays with the contract tests)
@@ -268,17 +273,17 @@ def test_the_numerics_check_of_the_server_against_itself_holds_zero(served, tmp_
     own settings: both directions' intervals hold zero (what a relaunch of an unchanged configuration must show
     before a nonzero divergence of a real cell means anything). Before the reference's own decode-vs-prefill gap was
     subtracted (analysis/numerics.py decode_floor) this measured KL(cell||ref) 7.3e-6 [5.7e-6, 8.9e-6]; after,
-    -5.3e-9 [-1.2e-6, 1.3e-6] (2026-12-04)."""
+    6.3e-7 [-1.4e-7, 1.5e-6] on the shipped 24 contexts (2026-12-04)."""
     from evalharness.analysis.numerics import compare_distributions
     from evalharness.phases import distribution
     from evalharness.records.cellfiles import load_scored, save_scored
-    from tests.integration.conftest import SHORT_CONTEXTS
 
     plan = served["plan"]
     ref_dir, cell_dir = tmp_path / "ref", tmp_path / "cell"
     ref_dir.mkdir()
     cell_dir.mkdir()
-    common = dict(prompts_path=SHORT_CONTEXTS, max_tokens=12, path_kind=ENGINE.logprob_path, root_url=plan.root_url)
+    # the shipped 24 contexts (cut to 256 tokens, as the demos do): an interval over 6 contexts undercovers
+    common = dict(max_tokens=12, max_context_tokens=256, path_kind=ENGINE.logprob_path, root_url=plan.root_url)
     ref, _ = distribution.run_phase(plan.base_url, plan.served_model_name, ref_dir, ref_dir, True, 300, **common)
     cell, _ = distribution.run_phase(plan.base_url, plan.served_model_name, cell_dir, ref_dir, False, 300, **common)
     assert ref["error"] is None and cell["error"] is None, (ref, cell)
