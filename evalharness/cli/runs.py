@@ -14,6 +14,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import shlex
 
     from evalharness.matrix.errors import SpecError
+    from evalharness.matrix.expand import cell_engines
     from evalharness.matrix.load import load_matrix
     from evalharness.records.masking import mask_argv, mask_env
     from evalharness.serving.engines import ENGINES, render_args
@@ -22,7 +23,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         matrix, cells, reference = load_matrix(args.matrix)
     except SpecError as exc:
         return fail(str(exc))
-    engines = list(dict.fromkeys([reference.engine, *(c.engine for c in cells)]))
+    engines = cell_engines(cells, reference)
     print(f"{args.matrix}: matrix {matrix.name!r}, {'engines' if len(engines) > 1 else 'engine'} "
           f"{' + '.join(engines)}, {len(cells)} cells, reference {reference.id}")
     for name in engines:  # one example launch per engine: the reference's, else the first cell on that engine

@@ -111,6 +111,11 @@ def expand(matrix: Matrix) -> list[Cell]:
     return cells
 
 
+def cell_engines(cells: list[Cell], reference: Cell) -> list[str]:
+    """The engines that serve a matrix's cells, each once, the reference's first."""
+    return list(dict.fromkeys([reference.engine, *(c.engine for c in cells)]))
+
+
 RELAUNCH_SUFFIX = ".relaunch"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from evalharness import __version__
 from evalharness.analysis.drift import refresh_drift
 from evalharness.analysis.timing import estimate_line
+from evalharness.matrix.expand import cell_engines
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ProbeError, load_probes
 from evalharness.phases.quality import DataMissing
@@ -60,11 +61,6 @@ def preflight(matrix: Matrix, engine: Engine, cell: Cell) -> None:
                        f"{'there' if '/' in binary else 'on PATH'} (is the engine installed?)")
 
 
-def engines_of(cells: list[Cell], reference: Cell) -> str:
-    """The run's engine: the one every cell shares, or their names joined with ' + ', the reference's first."""
-    return " + ".join(dict.fromkeys([reference.engine, *(c.engine for c in cells)]))
-
-
 def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path,
                 resume: bool) -> tuple[RunResult, dict[str, str]]:
     """A fresh run record, or the previous one when resuming (keeping only cells whose settings are unchanged); and
@@ -75,7 +71,7 @@ def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
     versions = harness_versions()
     meta = RunMeta(
         harness_version=versions["harness"] or __version__,
-        engine=engines_of(cells, reference),
+        engine=" + ".join(cell_engines(cells, reference)),  # the one every cell shares, or each, the reference's first
         lm_eval_version=versions["lm_eval"],
         git_revision=git_revision(Path(__file__).resolve().parent),
         machine=machine_info(),
