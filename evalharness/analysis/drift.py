@@ -22,6 +22,7 @@ from evalharness.analysis.sequential import final_alpha
 from evalharness.analysis.pairing import (Headline, SideScores, UnpairableMetric, check_prompts, pair,
                                           pairable_aggregation, side_scores)
 from evalharness.analysis.numerics import compare_distributions
+from evalharness.analysis.secondary import CALLS_FIELDS, secondary_changes
 from evalharness.analysis.stats import PairedEvidence, mcnemar_exact, paired_evidence
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
 from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift, TaskNoise
@@ -190,6 +191,10 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
         drift.tasks.append(task)
         if found is not None:
             evidence[score.task] = found
+        if score.calls is not None and ref_tasks[score.task].calls is not None and found is not None:
+            # valid calls / valid JSON and refusals, by the rule every secondary figure is judged by
+            drift.calls += [change for change in secondary_changes(ref_tasks[score.task], ref_dir, score, cell_dir,
+                                                                   _alpha(gate)) if change.field in CALLS_FIELDS]
     decide_run({cell.id: (drift, evidence)}, gate)
     ref_probes = load_probe_outputs(ref_dir / "cells" / reference.id / "probes.jsonl")
     cell_probes = load_probe_outputs(cell_dir / "cells" / cell.id / "probes.jsonl")

@@ -1,7 +1,8 @@
 """Secondary endpoints of a task, paired per document between two sides: the share of answers cut by the token
 budget (finish_reason "length"), the share of chains that end inside a loop (a reasoning model's failure: the
 samples' `loops`, phases/detectors/loops.py), the share of empty answers, the share a stop string the engine matched ended, and
-the reasoning length. A backend that makes a model
+the reasoning length; for a calls task (phases/calls/) the share of answers that are not a valid call or valid
+JSON, and of requests the engine refused. A backend that makes a model
 think twice as long or truncate more drifts even at equal accuracy, yet two runs of one sampled configuration always
 differ in these as floats: a figure is *changed* only when its paired test says so after Benjamini-Hochberg over the
 cell's secondary tests AND the change is material (MATERIAL_SHARE points for a share, MATERIAL_RATIO for a length).
@@ -20,12 +21,17 @@ from evalharness.records.measures import TaskScore
 
 MATERIAL_SHARE = 0.02  # two points of the answers cut or empty
 MATERIAL_RATIO = 0.10  # a tenth longer or shorter reasoning
-FIELDS = ("truncated_share", "looping_share", "empty_share", "stop_string_share", "reasoning_chars")
+FIELDS = ("truncated_share", "looping_share", "empty_share", "stop_string_share", "reasoning_chars", "invalid_share",
+          "refused_share")
+# a calls task's (phases/calls/): answers that are not a valid call / valid JSON, requests the engine refused
+CALLS_FIELDS = ("invalid_share", "refused_share")
 
 
 def answer_figures(row: dict) -> dict[str, float]:
     looping = {} if "loops" not in row else {"looping_share": float(bool(row["loops"]))}  # kept since issue 42
-    return {**looping, "truncated_share": float(row.get("finish_reason") == "length"),
+    calls = {} if "valid" not in row else {"invalid_share": float(not row["valid"]),
+                                           "refused_share": float(bool(row.get("refused")))}
+    return {**looping, **calls, "truncated_share": float(row.get("finish_reason") == "length"),
             "empty_share": float(not str(row.get("answer") or "").strip()),
             # ended by a stop string the engine matched: sent to the engine, one said while thinking ends the chain
             "stop_string_share": float(isinstance(row.get("stop_reason"), str)),

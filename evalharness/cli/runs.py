@@ -37,12 +37,35 @@ def cmd_validate(args: argparse.Namespace) -> int:
         on = f" [{cell.engine}]" if len(engines) > 1 else ""
         print(f"  {cell.id}{' (reference)' if cell.id == reference.id else ''}{on}: {flags}"
               f"{'  env: ' + env if env else ''}")
+    if _calls_notes(matrix, cells, args.matrix):
+        return EXIT_BAD_INPUT
     sglang_cells = [c for c in cells if c.engine == "sglang"]
     if sglang_cells:
         if args.no_engine_check:
             print("SGLang: not checked (--no-engine-check): flags and variables were checked for shape only")
             return 0
         return _validate_sglang(matrix, sglang_cells, args.engine_python)
+    return 0
+
+
+def _calls_notes(matrix, cells, matrix_path: str) -> int:
+    """What each cell's flags mean for the matrix's calls tasks (tool calls, JSON output): notes, not errors; a
+    calls task's data that does not load is bad input (exit 2)."""
+    from evalharness.phases.calls.cases import CallsDataError, calls_task_path, load_cases
+    from evalharness.phases.calls.flags import calls_flag_notes
+
+    if matrix.quality is None:
+        return 0
+    kinds = set()
+    for task in matrix.quality.tasks:
+        path = calls_task_path(task, matrix.quality.include_path)
+        try:
+            kinds |= {case.kind for case in load_cases(path)} if path is not None else set()
+        except CallsDataError as exc:
+            return fail(f"{matrix_path}: quality.tasks {task}: {exc}")
+    for cell in cells:
+        for note in calls_flag_notes(cell.engine, cell.args, kinds):
+            print(f"  note ({cell.id}): {note}")
     return 0
 
 

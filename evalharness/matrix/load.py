@@ -33,6 +33,10 @@ def _resolve_relative(value: str, base: Path) -> str:
     return value
 
 
+def _resolve_args(args: dict[str, Any], base: Path) -> dict[str, Any]:
+    return {flag: _resolve_relative(value, base) if isinstance(value, str) else value for flag, value in args.items()}
+
+
 def _tokenizer_problem(matrix: Matrix) -> str | None:
     """Why `tokenizer: local` cannot read the served model's tokenizer.json, where that can be known before launch:
     a model folder without it. A hub id is found in the cache at run time (the engine may download it first), and a
@@ -107,10 +111,12 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
         updates["throughput"] = matrix.throughput.model_copy(update={"scenarios": scenarios, "sweep": sweep})
     if matrix.command:
         updates["command"] = [_resolve_relative(matrix.command[0], path.parent), *matrix.command[1:]]
-    if any(value and value.command for values in matrix.axes.values() for value in values.values()):
-        updates["axes"] = {axis: {name: value.model_copy(update={"command": [
-            _resolve_relative(value.command[0], path.parent), *value.command[1:]]}) if value and value.command else value
-            for name, value in values.items()} for axis, values in matrix.axes.items()}
+    # a flag's value that is an explicit relative path (a chat template, a config file) is the matrix file's too
+    updates["args"] = _resolve_args(matrix.args, path.parent)
+    updates["axes"] = {axis: {name: value.model_copy(update={
+        "args": _resolve_args(value.args, path.parent),
+        **({"command": [_resolve_relative(value.command[0], path.parent), *value.command[1:]]} if value.command else {})})
+        if value else value for name, value in values.items()} for axis, values in matrix.axes.items()}
     matrix = matrix.model_copy(update=updates)
     problem = _tokenizer_problem(matrix)
     if problem:

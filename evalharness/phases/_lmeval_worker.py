@@ -76,18 +76,13 @@ def document_subsets(manager, task: str, limit: int | None, seed: int, fraction:
     documents of one seeded order, so a smaller share is always part of a larger one and of the whole subset. The same
     seed gives every cell and the reference the same documents. Returns (leaf -> sorted document indices, leaf ->
     documents in the leaf)."""
-    import math
-    import random
+    from evalharness.phases.subsets import subset_indices
 
     documents, populations = {}, {}
     for name, leaf in manager.load([task])["tasks"].items():  # every leaf task, a group's subtasks included
         total = len(leaf.eval_docs)
         populations[name] = total
-        order = list(range(total))
-        if not first:
-            random.Random(f"{seed}:{name}").shuffle(order)
-        kept = min(limit or total, total)
-        documents[name] = sorted(order[: max(1, math.ceil(kept * fraction))])
+        documents[name] = subset_indices(name, total, limit, seed, fraction, first)
     return documents, populations
 
 

@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from evalharness.phases.calls.cases import CallsDataError, calls_task_path, load_cases
 from evalharness.phases.retries import ServerDied
-from evalharness.records.measures import GenerationStats, RepeatScore, SubtaskScore, TaskScore
+from evalharness.records.measures import CallsSummary, GenerationStats, RepeatScore, SubtaskScore, TaskScore
 
 SHIPPED_TASKS = Path(__file__).resolve().parents[2] / "tasks" / "lm_eval"
 
@@ -64,10 +65,15 @@ def _finished(task_dir: Path, spec: dict[str, Any]) -> TaskScore | None:
 
 def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, server_alive: Callable[[], bool],
              retries: int, timeout_s: float) -> TaskScore:
-    """One task with retries; raises ServerDied when the server is gone."""
+    """One task with retries; raises ServerDied when the server is gone. A calls task (tool calls, JSON output:
+    phases/calls/) runs in its own worker, which writes the same files."""
     task_dir.mkdir(parents=True, exist_ok=True)
     task_dir = task_dir.absolute()  # the worker changes into the tasks folder: relative paths would land there
     spec = {**spec, "task": task, "out_dir": str(task_dir)}
+    calls_data = calls_task_path(task, spec.get("include_path"))
+    if calls_data is not None:
+        spec["calls_data"] = str(calls_data)
+    worker = "evalharness.phases.calls.worker" if calls_data is not None else "evalharness.phases._lmeval_worker"
     finished = _finished(task_dir, spec)
     if finished is not None:
         return finished  # this repeat finished before the run was interrupted: resuming goes on after it
@@ -79,7 +85,7 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
         log_path = task_dir / f"lm_eval.attempt{attempt}.log"
         with open(log_path, "wb") as log:
             try:
-                proc = subprocess.run([sys.executable, "-m", "evalharness.phases._lmeval_worker", str(spec_path)],
+                proc = subprocess.run([sys.executable, "-m", worker, str(spec_path)],
                                       stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       timeout=timeout_s, check=False)
                 code = proc.returncode
@@ -96,7 +102,8 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
                              subtasks={k: SubtaskScore(**v) for k, v in (summary.get("subtasks") or {}).items()},
                              generation=GenerationStats(**generation) if generation else None,
                              aggregation=summary.get("aggregation"), higher_is_better=summary.get("higher_is_better"),
-                             seed=spec.get("seed"), subset=summary.get("subset")))
+                             seed=spec.get("seed"), subset=summary.get("subset"),
+                             calls=CallsSummary(**summary["calls"]) if summary.get("calls") else None))
         if code == CONFIG_ERROR:  # the matrix asks what the task cannot give (a headline it lacks): no retry helps
             return TaskScore(task=task, attempts=attempt, seconds=round(time.monotonic() - begin, 2),
                              error=_tail(log_path, 1)[-1000:])
@@ -178,9 +185,16 @@ def check_task_data(tasks: list[str], data: dict[str, dict[str, Any]], include_p
     without local files must load offline from the Hugging Face cache (checked by loading it in a worker, which also
     finds what a task needs besides its data, such as ifeval's nltk files). Raises DataMissing naming each task."""
     problems = [p for task in tasks if task in data for p in _data_file_problems(task, data[task])]
+    calls = {task: calls_task_path(task, include_path) for task in tasks}
+    for task, path in calls.items():
+        if path is not None:
+            try:
+                load_cases(path)
+            except CallsDataError as exc:
+                problems.append(f"task {task}: {exc}")
     if problems:
         raise DataMissing("; ".join(problems))
-    hub = [task for task in tasks if task not in data]
+    hub = [task for task in tasks if task not in data and calls[task] is None]
     if not include_defaults or not hub:
         return  # the shipped and include_path tasks carry their data with them
     with tempfile.TemporaryDirectory(prefix="evalharness-check-") as folder:

@@ -122,6 +122,8 @@ class CellDrift(BaseModel):
     worst_drop_upper: float | None = None  # the largest one-sided 95% upper bound of a task's drop
     agreement: Agreement | None = None
     distribution: DistributionDrift | None = None
+    # a calls task's invalid and refused shares against the reference's (analysis/secondary.py's rule)
+    calls: list[SecondaryChange] = []
 
 
 class TaskNoise(BaseModel):

@@ -161,6 +161,21 @@ class RepeatScore(BaseModel):
     generation: GenerationStats | None = None
 
 
+class CallsSummary(BaseModel):
+    """A calls task's own counts (phases/calls/): tool calls or JSON through the engine's parsers and grammar."""
+
+    kind: str  # tools | json
+    cases: int  # cases scored
+    valid: int  # valid calls (valid_call) or valid JSON (valid_json), refused ones not
+    refused: int = 0  # requests the engine refused (HTTP 4xx), scored 0 and counted here
+    by_way: dict[str, dict[str, int]] = {}  # per way of asking (required, named, auto, none; a JSON shape): counts
+    of: int | None = None  # cases in the task
+
+    @property
+    def valid_share(self) -> float | None:
+        return self.valid / self.cases if self.cases else None
+
+
 class TaskScore(BaseModel):
     task: str
     version: Any = None
@@ -181,6 +196,7 @@ class TaskScore(BaseModel):
     looks: list[int] = []  # the repeats after which the cell looked (analysis/sequential.py); [] before looks
     subset: SubsetInfo | None = None  # a seeded random subset of the task's documents (None: all, or the first N)
     stopped: str | None = None  # why it ran fewer repeats than planned: settled at a look, or screened
+    calls: CallsSummary | None = None  # a calls task's valid and refused counts (repeat 0); None for lm-eval's tasks
 
     def all_repeats(self) -> list[tuple[int, str | None, str | None]]:
         """(repeat, samples path, error) of every repeat, repeat 0 first."""

@@ -61,7 +61,10 @@ def _sample(row: dict, score: float | None, repeats: int) -> dict:
             # a loglikelihood task's rows carry no finish_reason: neither truncated nor empty means anything there
             "truncated": row.get("finish_reason") is not None and figures["truncated_share"] == 1.0,
             "empty": row.get("finish_reason") is not None and figures["empty_share"] == 1.0,
-            "stop_cut": row.get("finish_reason") == "stop" and isinstance(stop, str)}
+            "stop_cut": row.get("finish_reason") == "stop" and isinstance(stop, str),
+            # a calls task's (tool calls, JSON): whether the answer was a valid call / valid JSON, and why not
+            "invalid": "valid" in row and not row["valid"], "errors": [str(e) for e in row.get("errors") or []],
+            "refused": row.get("refused") or None}
 
 
 def _headline_rows(run_dir: Path, score: TaskScore, headline: Headline) -> dict[str, dict]:

@@ -209,6 +209,8 @@
     ["truncated", "truncated (either side)", (d, a) => a.truncated || d.reference.truncated],
     ["empty", "empty answer (either side)", (d, a) => a.empty || d.reference.empty],
     ["stop_cut", "cut by a stop string (either side)", (d, a) => a.stop_cut || d.reference.stop_cut],
+    ["invalid", "invalid call or JSON (either side)", (d, a) => a.invalid || d.reference.invalid],
+    ["refused", "refused by the engine (either side)", (d, a) => !!(a.refused || d.reference.refused)],
   ];
 
   function answerBox(side, sample, prompt, data) {
@@ -220,7 +222,8 @@
       prompt === undefined ? null : prompt,
       sample.reasoning ? el("details", {class: "reasoning"}, el("summary", {}, `reasoning (${sample.reasoning.length} characters)`), el("pre", {}, sample.reasoning)) : null,
       el("pre", {class: "answer"}, sample.mark ? marked(sample.answer, [sample.mark], "extracted", "the scorer's extracted answer") : sample.answer),
-      el("p", {class: "meta"}, sample.extracted !== null ? el("span", {}, "extracted: ", el("mark", {class: "extracted"}, sample.extracted), "; ") : null, meta));
+      el("p", {class: "meta"}, sample.extracted !== null ? el("span", {}, "extracted: ", el("mark", {class: "extracted"}, sample.extracted), "; ") : null, meta),
+      sample.errors && sample.errors.length ? el("ul", {class: "schema-errors"}, sample.errors.map((e) => el("li", {}, el("mark", {class: "schema-error"}, e)))) : null);
   }
 
   function promptBlock(index, data, recorded) {
