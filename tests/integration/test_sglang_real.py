@@ -56,8 +56,12 @@ def _launch(tmp: Path, cell_args: str, name: str):
 def served(tmp_path_factory):
     require_sglang()
     tmp = tmp_path_factory.mktemp("sglang-real")
-    # the story's reasoning parser (matrices/sm120.yaml): the chat test reads what it leaves in reasoning_content
-    matrix, plan, server = _launch(tmp, "{args: {--reasoning-parser: qwen3}}", "ref")
+    # the story's reasoning parser (matrices/sm120.yaml): the chat test reads what it leaves in reasoning_content;
+    # the qwen25 tool parser and a template that renders tools (tasks/calls/smollm2_tools.jinja, SmolLM2's own
+    # without tools) for the calls tasks
+    cell_args = json.dumps({"args": {"--reasoning-parser": "qwen3", "--tool-call-parser": "qwen25",
+                                     "--chat-template": str(REPO / "tasks" / "calls" / "smollm2_tools.jinja")}})
+    matrix, plan, server = _launch(tmp, cell_args, "ref")
     try:
         readiness = server.wait_ready(600)
         if readiness.outcome != "ready":
@@ -199,6 +203,30 @@ def test_chat_scoring_with_seeds_answer_stops_and_a_reasoning_parser(served, tmp
             assert sample["reasoning"] == answer["reasoning"]  # kept beside the empty answer, for the report
     # (a reply that writes <think>...</think> itself could not be had from SmolLM2: asked to copy one, it writes
     # only "The answer is Paris." - the parser's split of a real chain stays with the contract tests)
+
+
+def test_tool_calls_and_json_output_through_sglangs_parsers_and_grammar(served, tmp_path):
+    """The calls tasks (issue 40) end to end on the real SGLang: chat completions with tools read back by the qwen25
+    tool parser, and JSON constrained by response_format through its default grammar backend (xgrammar), thinking off
+    (the qwen3 reasoning parser would otherwise take the whole reply as thinking, as the chat test above shows)."""
+    plan, server = served["plan"], served["server"]
+    done = []
+    run_quality(["eh_tools", "eh_json"], plan.base_url, plan.served_model_name, tmp_path / "cell", tmp_path,
+                lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
+                api="chat", tokenizer="none", concurrency=4, limit=12, request_timeout_s=300, task_timeout_s=600,
+                retries=0, done=done,
+                per_task=lambda task: {"max_gen_toks": 64, "chat_template_kwargs": {"enable_thinking": False}})
+    tools, json_output = done
+    assert not tools.error and not json_output.error, done
+    print(f"SGLang eh_tools: valid {tools.calls.valid}/12, correct {tools.value:.3f}, {tools.calls.by_way}; "
+          f"eh_json: valid {json_output.calls.valid}/12, correct {json_output.value:.3f}")
+    assert tools.calls.cases == 12 and tools.calls.refused == 0 and json_output.calls.refused == 0
+    rows = [json.loads(line) for line in (tmp_path / tools.samples).read_text().splitlines()]
+    parsed = [r for r in rows if isinstance(r["response"], list) and r["response"]]
+    assert parsed, f"no call was parsed by qwen25: {[r['answer'][:80] for r in rows]}"
+    assert all(r["reasoning"] is None for r in rows)  # thinking off: the calls are the reply's, not its reasoning's
+    # xgrammar constrains the JSON: most answers validate against their schema (all 12 on 2026-12-04)
+    assert json_output.calls.valid >= 9, json_output.calls
 
 
 def test_local_tokenizer_ids_equal_sglangs_tokenize(served):

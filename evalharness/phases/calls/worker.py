@@ -51,8 +51,8 @@ def answer_of(case: Case, params: dict[str, Any], api: Endpoint) -> dict[str, An
         reply = api.chat(**params)
     except RequestFailed as exc:
         if exc.kind.startswith("http_4") and exc.kind != "http_429":
-            return {"id": case.id, "refused": f"{exc.kind}: {exc}"}
-        return {"id": case.id, "error": f"{exc.kind}: {exc}"}
+            return {"id": case.id, "refused": str(exc)}  # "http_400: <the engine's words>"
+        return {"id": case.id, "error": str(exc)}
     choice = reply.choices[0] if reply.choices else None
     message = choice.message if choice is not None else None
     calls = [{"function": {"name": c.function.name, "arguments": c.function.arguments}}
