@@ -171,3 +171,10 @@ def test_calls_tasks_are_found_by_name_and_bad_files_are_named(tmp_path):
     assert calls_task_path("my_calls", str(tmp_path)) == tmp_path / "my_calls.jsonl"
     with pytest.raises(CallsDataError, match=r"my_calls.jsonl, line 2: kind: Field required"):
         load_cases(tmp_path / "my_calls.jsonl")
+
+
+def test_a_case_asked_otherwise_never_pairs_with_its_old_version():
+    """The order of tools, and of a schema's properties, is what the model is shown and writes in: another question."""
+    reordered = ALARM.model_copy(update={"request": {**ALARM.request, "tools": list(reversed(ALARM.request["tools"]))}})
+    assert reordered.prompt_hash() != ALARM.prompt_hash() and reordered.hash() != ALARM.hash()
+    assert ALARM.model_copy().prompt_hash() == ALARM.prompt_hash()

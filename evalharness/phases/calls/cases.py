@@ -34,12 +34,13 @@ class Case(BaseModel):
     def hash(self) -> str:
         """The case's identity for pairing: its request and expected answer (a changed case never pairs with its
         old version)."""
-        body = json.dumps({"request": self.request, "expected": self.expected}, sort_keys=True)
+        body = json.dumps({"request": self.request, "expected": self.expected})
         return hashlib.sha256(body.encode()).hexdigest()
 
     def prompt_hash(self) -> str:
-        """The hash of what is sent, as lm-eval's prompt_hash: two sides asked differently never pair."""
-        return hashlib.sha256(json.dumps(self.request, sort_keys=True).encode()).hexdigest()
+        """The hash of what is sent, as lm-eval's prompt_hash: two sides asked differently never pair. Key order
+        kept: a schema's property order is the order the model is shown and writes them in."""
+        return hashlib.sha256(json.dumps(self.request).encode()).hexdigest()
 
     def prompt_text(self) -> str:
         """The last user message: what a reader of the run sees the model was asked."""
