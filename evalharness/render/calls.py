@@ -25,7 +25,7 @@ def _verdict(change: SecondaryChange | None, worse_when_higher: bool = True) -> 
     if not change.changed:
         return f"no credible change (p {change.p_adjusted:.2g})" if change.p_adjusted is not None else "no credible change"
     worse = (change.cell or 0) > (change.reference or 0) if worse_when_higher else (change.cell or 0) < (change.reference or 0)
-    return f"**{'worse' if worse else 'better'}** (p {change.p_adjusted:.2g})"
+    return f"worse (p {change.p_adjusted:.2g})" if worse else f"better (p {change.p_adjusted:.2g})"
 
 
 def _tasks(run: RunResult) -> list[str]:
@@ -41,47 +41,59 @@ def _by_way(score: TaskScore) -> str:
     parts = []
     for way, tally in sorted((score.calls.by_way if score.calls else {}).items()):
         refused = f", {tally['refused']} refused" if tally.get("refused") else ""
-        parts.append(f"{md_text(way)} {tally['valid']}/{tally['cases']} valid, {tally['correct']} correct{refused}")
+        parts.append(f"{way} {tally['valid']}/{tally['cases']} valid, {tally['correct']} correct{refused}")
     return "; ".join(parts)
 
 
-def calls_section(run: RunResult) -> list[str]:
-    tasks = _tasks(run)
-    if not tasks:
-        return []
-    out = ["## Calls and structured output", "",
-           "Tool calls through the tools API and JSON through `response_format`, each case scored against its schema "
-           "(phases/calls/score.py): **valid** is a call that names an offered tool with arguments that validate (or "
-           "no call where none is due), or content that is JSON valid against the schema; **correct** is the expected "
-           "call with the expected arguments, or the expected value. Requests the engine refused (HTTP 4xx) are "
-           "counted apart and scored 0. Verdicts: correct by the task's margin (as in Drift); the invalid and refused "
-           "shares paired per case against the reference's (Benjamini-Hochberg over the cell's figures, material at "
-           "2 points).", ""]
-    reference = run.cells.get(run.reference) if run.reference else None
-    ref_scores = {t.task: t for t in reference.quality} if reference else {}
-    for task in tasks:
-        rows = []
+HEADER = ["cell", "valid", "correct", "refused", "valid vs reference", "correct vs reference", "refusals vs reference",
+          "by way of asking"]
+NOTE = ("Tool calls through the tools API and JSON through `response_format`, each case scored against its schema "
+        "(phases/calls/score.py): valid is a call that names an offered tool with arguments that validate (or no call "
+        "where none is due), or content that is JSON valid against the schema; correct is the expected call with the "
+        "expected arguments, or the expected value. Requests the engine refused (HTTP 4xx) are counted apart and "
+        "scored 0. Verdicts: correct by the task's margin (as in Drift); the invalid and refused shares paired per "
+        "case against the reference's (Benjamini-Hochberg over the cell's figures, material at 2 points).")
+
+
+def calls_tables(run: RunResult) -> list[dict]:
+    """Per calls task: {task, kind, valid_word, rows}, each row the HEADER's columns as plain text (untrusted where
+    it quotes a task's or cell's name: escaped by whoever renders it)."""
+    tables = []
+    for task in _tasks(run):
+        rows, kind = [], None
         for cid in run.cell_order:
             cell = run.cells.get(cid)
             score = next((t for t in cell.quality if t.task == task), None) if cell else None
             if score is None or score.calls is None:
                 continue
-            calls = score.calls
-            drift = cell.drift if cid != run.reference else None
+            kind = kind or score.calls.kind
+            calls, is_reference = score.calls, cid == run.reference
+            drift = None if is_reference else cell.drift
             task_drift = next((t for t in drift.tasks if t.task == task), None) if drift else None
             changes = {c.field: c for c in (drift.calls if drift else []) if c.task == task}
-            correct = "–" if score.value is None else f"{score.value:.3f}"
-            rows.append([f"`{cid}`" + (" (reference)" if cid == run.reference else ""),
-                         _share(calls.valid, calls.cases), correct,
-                         str(calls.refused) if calls.refused else "0",
-                         "" if cid == run.reference else _verdict(changes.get("invalid_share")),
-                         "" if cid == run.reference else (md_text(task_drift.outcome or task_drift.reason or "")
-                                                          if task_drift else "not compared"),
-                         "" if cid == run.reference else _verdict(changes.get("refused_share")),
-                         _by_way(score)])
-        kind = next((ref_scores[task].calls.kind for _ in [0] if task in ref_scores and ref_scores[task].calls), None)
-        out += [f"### {md_text(task)}" + (f" ({VALID_WORD.get(kind, kind)})" if kind else ""), "",
-                markdown_table(["cell", VALID_WORD.get(kind or "", "valid"), "correct", "refused",
-                                "valid vs reference", "correct vs reference", "refusals vs reference", "by way of asking"],
-                               rows), ""]
+            rows.append([cid + (" (reference)" if is_reference else ""), _share(calls.valid, calls.cases),
+                         "–" if score.value is None else f"{score.value:.3f}", str(calls.refused),
+                         "" if is_reference else _verdict(changes.get("invalid_share")),
+                         "" if is_reference else ((task_drift.outcome or task_drift.reason or "")
+                                                  if task_drift else "not compared"),
+                         "" if is_reference else _verdict(changes.get("refused_share")), _by_way(score)])
+        tables.append({"task": task, "kind": kind, "valid_word": VALID_WORD.get(kind or "", "valid"), "rows": rows})
+    return tables
+
+
+def _bold_worse(text: str) -> str:
+    return f"**{md_text(text)}**" if text.startswith("worse") else md_text(text)
+
+
+def calls_section(run: RunResult) -> list[str]:
+    tables = calls_tables(run)
+    if not tables:
+        return []
+    out = ["## Calls and structured output", "", md_text(NOTE), ""]
+    for table in tables:
+        rows = [[f"`{row[0].replace(' (reference)', '')}`" + (" (reference)" if row[0].endswith(" (reference)") else ""),
+                 md_text(row[1]), md_text(row[2]), md_text(row[3]), _bold_worse(row[4]), md_text(row[5]),
+                 _bold_worse(row[6]), md_text(row[7])] for row in table["rows"]]
+        out += [f"### {md_text(table['task'])} ({table['valid_word']})", "",
+                markdown_table([table["valid_word"] if h == "valid" else h for h in HEADER], rows), ""]
     return out

@@ -24,6 +24,7 @@ from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.cellfiles import CellFileError, load_probe_outputs, load_samples
 from evalharness.records.measures import ProbeOutput, TaskScore
 from evalharness.records.run import CellResult, RunResult
+from evalharness.render.calls import HEADER as CALLS_HEADER, NOTE as CALLS_NOTE, calls_tables
 from evalharness.render.drift import interval_text, verdict_text
 from evalharness.render.nodes import measured_on
 from evalharness.render.plot import CURVE_X_LABEL, CURVE_Y_LABEL, load_label
@@ -328,6 +329,7 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
         "curves": _curves(run),
         "table": _cells_table(run, task_names),
         "tasks": tasks,
+        "calls": {"header": CALLS_HEADER, "note": CALLS_NOTE, "tables": calls_tables(run)},
         "strings": strings.values,
         "probes": _probes(run, run_dir),
         "cells": [c for c in run.cell_order if c in run.cells],

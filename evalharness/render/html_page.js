@@ -271,6 +271,19 @@
       el("div", {class: "controls"}, el("label", {}, "cell ", cellSelect), el("label", {}, " task ", taskSelect), el("label", {}, " show ", filterSelect)), holder);
   }
 
+  // --- tool calls and structured output --------------------------------------------------------------------------
+
+  function callsSection(data) {
+    if (!data.calls || !data.calls.tables.length) return null;
+    return section("calls", "Calls and structured output", el("p", {class: "note"}, data.calls.note),
+      data.calls.tables.map((table) => el("div", {class: "calls-task", "data-task": table.task},
+        el("h3", {}, `${table.task} (${table.valid_word})`),
+        el("div", {class: "scroll"}, el("table", {class: "calls-table"},
+          el("thead", {}, el("tr", {}, data.calls.header.map((h) => el("th", {}, h === "valid" ? table.valid_word : h)))),
+          el("tbody", {}, table.rows.map((row) => el("tr", {}, row.map((cellText) =>
+            el("td", {class: cellText.startsWith("worse") ? "worse" : null}, cellText))))))))));
+  }
+
   // --- garbage probes ---------------------------------------------------------------------------------------------
 
   function probesSection(data) {
@@ -336,7 +349,7 @@
       el("h1", {}, data.title), el("p", {class: "summary"}, data.summary),
       el("section", {id: "recommendation"}, el("p", {class: "recommendation"}, data.recommendation || "No recommendation: the run has no finished reference and other cell."),
         data.launch ? el("details", {}, el("summary", {}, "its launch command"), el("pre", {}, data.launch)) : null),
-      chartSection(data, select), curvesSection(data), tableSection(data, select), documentsSection(data), probesSection(data), settingsSection(data),
+      chartSection(data, select), curvesSection(data), tableSection(data, select), callsSection(data), documentsSection(data), probesSection(data), settingsSection(data),
       data.notes.length ? section("notes", "Notes", el("ul", {}, data.notes.map((n) => el("li", {}, n)))) : null);
     document.body.setAttribute("data-ready", String(Math.round(performance.now() - started)));
   }

@@ -14,6 +14,7 @@ from evalharness.records.measures import CallsSummary, TaskScore
 from evalharness.records.run import CellResult, RunMeta, RunResult
 from evalharness.render.calls import calls_section
 from evalharness.render.report import render_markdown
+from tests.headless import browser  # noqa: F401  (a fixture)
 
 CASES = load_cases(SHIPPED / "eh_tools.jsonl")[:40]
 
@@ -74,9 +75,9 @@ def test_a_cell_that_breaks_calls_is_worse_on_valid_calls_and_one_that_answers_a
     # valid calls, correct, refused, valid vs reference, correct vs reference, refusals vs reference, by way
     # 40 identical cases certify no margin of 0.1 after Holm over three cells: not worse is what is claimed
     assert rows["`same`"][3].startswith("no credible change") and rows["`same`"][4] in ("equivalent", "inconclusive")
-    assert rows["`refusing`"][2] == "40" and rows["`refusing`"][3].startswith("**worse**")
-    assert rows["`refusing`"][5].startswith("**worse**") and rows["`refusing`"][4] == "worse"
-    assert rows["`parser`"][3].startswith("**worse**") and rows["`parser`"][5].startswith("no credible change")
+    assert rows["`refusing`"][2] == "40" and rows["`refusing`"][3].startswith("**worse")
+    assert rows["`refusing`"][5].startswith("**worse") and rows["`refusing`"][4] == "worse"
+    assert rows["`parser`"][3].startswith("**worse") and rows["`parser`"][5].startswith("no credible change")
     assert "## Calls and structured output" in render_markdown(run)
 
 
@@ -86,3 +87,42 @@ def test_runs_without_calls_tasks_have_no_section(tmp_path):
         for score in cell.quality:
             score.calls = None
     assert calls_section(run) == []
+
+
+def test_the_viewer_shows_each_call_beside_the_references_with_its_errors_marked(browser, tmp_path):
+    """In headless chromium: the invalid filter keeps the documents either side got wrong, each card shows both
+    answers and the cell's schema errors as marked text (a hostile tool name stays text)."""
+    from evalharness.render.html import render_html
+    from tests.headless import open_page, screenshot
+
+    run = _run(tmp_path)
+    # the broken-parser cell's first answer names a hostile tool: its error quotes it
+    rows_path = tmp_path / run.cells["parser"].quality[0].samples
+    rows = [json.loads(line) for line in rows_path.read_text().splitlines()]
+    hostile = "<img src=x onerror=\"window.__pwned=1\">"
+    first_invalid = next(r for r in rows if not r["valid"])
+    first_invalid["errors"] = [*first_invalid["errors"], f"call 1 ({hostile}): no tool of that name was offered"]
+    rows_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    page = tmp_path / "report.html"
+    page.write_text(render_html(run, tmp_path), encoding="utf-8")
+    open_page(browser, page)
+    # the section's table: every cell, the reference first; the broken cells' verdicts marked worse
+    table_rows = browser.find_elements("css selector", "#calls table.calls-table tbody tr")
+    assert [r.find_elements("css selector", "td")[0].text for r in table_rows] == [
+        "ref (reference)", "same", "refusing", "parser"]
+    assert "worse" in table_rows[2].find_elements("css selector", "td.worse")[0].text
+    assert not table_rows[1].find_elements("css selector", "td.worse")
+    browser.execute_script("const c=document.getElementById('doc-cell'); c.value='parser';"
+                           "c.dispatchEvent(new Event('change'));"
+                           "const f=document.getElementById('doc-filter'); f.value='invalid';"
+                           "f.dispatchEvent(new Event('change'));")
+    cards = browser.find_elements("css selector", "#documents-list article.doc")
+    invalid = sum(1 for r in rows if not r["valid"])
+    assert len(cards) == invalid and invalid > 0
+    for card in cards:
+        assert len(card.find_elements("css selector", "pre.answer")) == 2  # the reference's answer and the cell's
+        assert card.find_elements("css selector", ".side.cell mark.schema-error")
+    shown = browser.execute_script("return document.getElementById('documents-list').textContent")
+    assert hostile in shown and browser.execute_script("return window.__pwned") is None
+    assert "did not read as one" in shown
+    screenshot(browser, "calls-invalid.png")

@@ -178,3 +178,31 @@ def test_a_case_asked_otherwise_never_pairs_with_its_old_version():
     reordered = ALARM.model_copy(update={"request": {**ALARM.request, "tools": list(reversed(ALARM.request["tools"]))}})
     assert reordered.prompt_hash() != ALARM.prompt_hash() and reordered.hash() != ALARM.hash()
     assert ALARM.model_copy().prompt_hash() == ALARM.prompt_hash()
+
+
+def test_validate_notes_what_each_engines_flags_mean_for_the_calls_tasks():
+    from evalharness.phases.calls.flags import calls_flag_notes
+
+    hermes = {"--enable-auto-tool-choice": True, "--tool-call-parser": "hermes"}
+    assert calls_flag_notes("vllm", hermes, {"tools", "json"}) == []
+    assert "refused" in calls_flag_notes("vllm", {"--tool-call-parser": "hermes"}, {"tools"})[0]
+    assert calls_flag_notes("vllm", {}, {"json"}) == []  # JSON needs no tool parser
+    assert "as text" in calls_flag_notes("sglang", {}, {"tools"})[0]
+    none = calls_flag_notes("sglang", {"--tool-call-parser": "qwen25", "--grammar-backend": "none"}, {"json"})
+    assert len(none) == 1 and "refuses" in none[0]
+    assert calls_flag_notes("sglang", {"--grammar-backend": "none"}, set()) == []  # no calls task, nothing to say
+
+
+def test_a_relative_path_in_a_flag_value_is_the_matrix_files(tmp_path):
+    from evalharness.matrix.load import load_matrix
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "x.yaml").write_text(
+        "name: x\nengine: vllm\nmodel: some/model\ncommand: [python, -m, vllm.entrypoints.openai.api_server]\n"
+        "args: {--chat-template: ../t/tools.jinja, --dtype: float32}\n"
+        "axes:\n  p:\n    a: {args: {--generation-config: ./gen}}\n    b: {args: {--tool-call-parser: hermes}}\n")
+    matrix, cells, _ = load_matrix(tmp_path / "m" / "x.yaml")
+    assert matrix.args["--chat-template"] == str(tmp_path / "t" / "tools.jinja") and matrix.args["--dtype"] == "float32"
+    by_id = {c.id: c.args for c in cells}
+    assert by_id["p-a"]["--generation-config"] == str(tmp_path / "m" / "gen")
+    assert by_id["p-b"]["--tool-call-parser"] == "hermes" and by_id["p-b"]["--chat-template"].endswith("tools.jinja")
