@@ -267,8 +267,9 @@ def summarize(task: str, results: dict[str, Any], answers: dict[str, dict], head
     return summary, rows
 
 
-def read_answers(path) -> dict[str, dict]:
-    """The side file of the recording client, by prompt hash (a later answer to the same prompt wins)."""
+def read_answers(path, key: str = "prompt_hash") -> dict[str, dict]:
+    """The side file of the recording client, by prompt hash (a later answer to the same prompt wins); the calls
+    worker's journal by case id (`key` "id")."""
     out: dict[str, dict] = {}
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -279,6 +280,6 @@ def read_answers(path) -> dict[str, dict]:
             record = json.loads(line)
         except ValueError:
             continue  # a line cut short by a killed attempt
-        if isinstance(record, dict) and record.get("prompt_hash"):
-            out[record["prompt_hash"]] = record
+        if isinstance(record, dict) and record.get(key):
+            out[record[key]] = record
     return out

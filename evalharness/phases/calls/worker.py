@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from evalharness.phases._lmeval_results import generation_stats, read_answers
 from evalharness.phases.calls.cases import Case, load_cases
 from evalharness.phases.calls.score import CaseScore, score_case, score_refused
 from evalharness.phases.openai_api import Endpoint
@@ -82,8 +83,6 @@ def row_of(task: str, index: int, case: Case, answer: dict[str, Any], seed: int)
 def summarize(task: str, kind: str, version: int, rows: list[dict], total: int,
               subset: dict[str, Any] | None) -> dict[str, Any]:
     """summary.json as the lm-eval worker writes it (phases/_lmeval_results.py), and the calls' own counts."""
-    from evalharness.phases._lmeval_results import generation_stats
-
     values = [row["metrics"]["correct"] for row in rows]
     n = len(values)
     mean = sum(values) / n if n else None
@@ -106,22 +105,6 @@ def summarize(task: str, kind: str, version: int, rows: list[dict], total: int,
                       "refused": sum(bool(r["refused"]) for r in rows), "by_way": by_way, "of": total}}
 
 
-def _read_answers(path: Path) -> dict[str, dict]:
-    out = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return out
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a killed attempt
-        if isinstance(record, dict) and record.get("id") and not record.get("error"):
-            out[record["id"]] = record
-    return out
-
-
 def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     out_dir = Path(spec["out_dir"])
@@ -132,7 +115,7 @@ def main(spec_path: str) -> int:
     subset_seed = int(spec.get("subset_seed", 1234))
     indices = subset_indices(task, len(cases), spec.get("limit"), subset_seed, fraction, first)
     journal = out_dir / "answers.jsonl"
-    answers = _read_answers(journal)  # a failed attempt's answers: only the rest are sent again
+    answers = read_answers(journal, key="id")  # a failed attempt's answers: only the rest are sent again
     lock = threading.Lock()
 
     def ask(index: int) -> dict[str, Any]:
