@@ -81,7 +81,7 @@ def test_a_grammar_backend_that_refuses_tools_is_caught_and_reported(calls_run):
     assert not changes[("eh_json", "invalid_share")].changed, changes[("eh_json", "invalid_share")]
     report = (out / "report.md").read_text()
     section = report.split("## Calls and structured output", 1)[1].split("\n## ", 1)[0]
-    tools_table = section.split("### eh_tools", 1)[1].split("### ", 1)[0]
+    tools_table = section.split("### eh\\_tools", 1)[1].split("### ", 1)[0]  # Markdown-escaped
     columns = next(line for line in tools_table.splitlines() if line.startswith("| `cell-guidance`")).split("|")
     # cell, valid calls, correct, refused, valid vs reference, correct vs reference, refusals vs reference, by way
     assert columns[2].strip().startswith(f"0/{CASES}") and columns[4].strip() == str(CASES), columns
