@@ -21,6 +21,7 @@ from evalharness.analysis.noeffect import no_effect_pairs
 from evalharness.analysis.sequential import final_alpha
 from evalharness.analysis.pairing import (Headline, SideScores, UnpairableMetric, check_prompts, pair,
                                           pairable_aggregation, side_scores)
+from evalharness.analysis.batching import batch_change
 from evalharness.analysis.numerics import compare_distributions
 from evalharness.analysis.secondary import CALLS_FIELDS, secondary_changes
 from evalharness.analysis.stats import PairedEvidence, mcnemar_exact, paired_evidence
@@ -196,6 +197,8 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
             drift.calls += [change for change in secondary_changes(ref_tasks[score.task], ref_dir, score, cell_dir,
                                                                    _alpha(gate)) if change.field in CALLS_FIELDS]
     decide_run({cell.id: (drift, evidence)}, gate)
+    if reference.batching is not None and cell.batching is not None:
+        drift.batching = batch_change(reference.batching, cell.batching, _alpha(gate))
     ref_probes = load_probe_outputs(ref_dir / "cells" / reference.id / "probes.jsonl")
     cell_probes = load_probe_outputs(cell_dir / "cells" / cell.id / "probes.jsonl")
     if ref_probes and cell_probes:

@@ -88,6 +88,9 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     if matrix.probes.prompts:
         updates["probes"] = matrix.probes.model_copy(
             update={"prompts": _resolve_relative(matrix.probes.prompts, path.parent)})
+    if matrix.batching.prompts:
+        updates["batching"] = matrix.batching.model_copy(
+            update={"prompts": _resolve_relative(matrix.batching.prompts, path.parent)})
     if matrix.distribution.prompts:
         updates["distribution"] = matrix.distribution.model_copy(
             update={"prompts": _resolve_relative(matrix.distribution.prompts, path.parent)})
@@ -118,6 +121,11 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
         **({"command": [_resolve_relative(value.command[0], path.parent), *value.command[1:]]} if value.command else {})})
         if value else value for name, value in values.items()} for axis, values in matrix.axes.items()}
     matrix = matrix.model_copy(update=updates)
+    if matrix.batching.enabled and matrix.batching.prompts and not Path(matrix.batching.prompts).is_file():
+        line = line_of(tree, ("batching", "prompts"))
+        raise SpecError(f"{path}:{line}: batching.prompts: {matrix.batching.prompts} is not a file (expected a JSONL "
+                        "of {id, prompt} or {id, messages})" if line else
+                        f"{path}: batching.prompts: {matrix.batching.prompts} is not a file")
     problem = _tokenizer_problem(matrix)
     if problem:
         given = isinstance(tree.get("quality"), dict) and "tokenizer" in tree["quality"]

@@ -102,6 +102,21 @@ class DistributionSection(_Strict):
         "float32 reference and 75 of 121 s in bfloat16 on a CPU without AVX-512")
 
 
+class BatchingSection(_Strict):
+    """Batch dependence (phases/batching.py, issue 39): the same greedy prompts answered alone, one at a time, and
+    inside a full batch of other requests; a cell whose answers change with batching more often than the reference's
+    is flagged (analysis/batching.py). Off unless enabled."""
+
+    enabled: bool = False
+    prompts: str | None = Field(None, description="JSONL of {id, prompt} or {id, messages}; default "
+                                "tasks/throughput/natural.jsonl (its later lines are the batch's other requests)")
+    count: int = Field(16, gt=0, description="prompts answered alone and in the batch")
+    max_tokens: int = Field(64, gt=0, description="greedy tokens per answer (the batch's other requests ask twice as "
+                            "many, so the batch stays full while the prompts are answered)")
+    concurrency: int = Field(16, gt=1, description="requests in flight in the batched pass: the deployment's "
+                             "operating concurrency")
+
+
 class RequestsSection(_Strict):
     """How measuring requests are retried, and how many may fail before the cell is marked error (retries.py)."""
 
@@ -190,6 +205,7 @@ class Matrix(_Strict):
     requests: RequestsSection = Field(default_factory=RequestsSection)
     probes: ProbesSection = Field(default_factory=ProbesSection)
     distribution: DistributionSection = Field(default_factory=DistributionSection)
+    batching: BatchingSection = Field(default_factory=BatchingSection)
     quality: QualitySection | None = None
     throughput: ThroughputSection | None = None
     gate: GateSection | None = None

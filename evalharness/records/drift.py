@@ -108,6 +108,18 @@ class SecondaryChange(BaseModel):
     changed: bool = False
 
 
+class BatchChange(BaseModel):
+    """A cell's greedy answers changed by batching against the reference's own rate (analysis/batching.py)."""
+
+    prompts: int  # prompts answered alone and batched on both sides
+    reference: float  # share of the reference's answers that changed when batched
+    cell: float
+    p_value: float | None = None  # paired, two-sided
+    flagged: bool = False  # credibly and materially more changed than the reference's
+    concurrency: int | None = None
+    mean_first_difference: float | None = None  # characters into the answer, over the cell's changed answers
+
+
 class CellDrift(BaseModel):
     cell: str
     tasks: list[TaskDrift] = []
@@ -124,6 +136,7 @@ class CellDrift(BaseModel):
     distribution: DistributionDrift | None = None
     # a calls task's invalid and refused shares against the reference's (analysis/secondary.py's rule)
     calls: list[SecondaryChange] = []
+    batching: BatchChange | None = None  # greedy answers changed by batching, against the reference's own rate
 
 
 class TaskNoise(BaseModel):

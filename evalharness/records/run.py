@@ -11,7 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from evalharness.records.drift import CellDrift, TaskNoise
-from evalharness.records.measures import CrashReason, LogWarning, ProbeSummary, RequestTally, ScenarioResult, TaskScore
+from evalharness.records.measures import (BatchDependence, CrashReason, LogWarning, ProbeSummary, RequestTally,
+                                          ScenarioResult, TaskScore)
 
 SCHEMA_VERSION = 1
 Status = Literal["ok", "crashed", "garbage", "timeout", "error"]
@@ -81,6 +82,8 @@ class CellResult(BaseModel):
     throughput: list[ScenarioResult] = []
     distribution: dict[str, Any] | None = Field(None, description="the numerics check's summary "
                                                 "(phases/distribution.py)")
+    batching: BatchDependence | None = Field(None, description="greedy answers alone and in a full batch "
+                                             "(phases/batching.py); None when the phase is off")
     requests: dict[str, RequestTally] = Field(default_factory=dict, description="per phase: requests, failures "
                                               "after retries, retries, error kinds (throughput: per scenario)")
     drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")

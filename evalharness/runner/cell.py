@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from evalharness.matrix.schema import Cell, Matrix
-from evalharness.phases import distribution
+from evalharness.phases import batching, distribution
 from evalharness.phases.retries import ServerDied
 from evalharness.records.run import CellResult
 from evalharness.runner.cellfolders import mark
@@ -106,6 +106,17 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         if not alive():
             raise ServerDied("the server exited during the numerics check (distribution)")
         judge_requests(matrix, state, "distribution", tally, alive)
+    if matrix.batching.enabled:
+        state.enter("batching", progress)
+        state.phase = "batching"
+        settings = matrix.batching
+        state.batching, tally = batching.run_phase(
+            plan.base_url, plan.served_model_name, Path(settings.prompts) if settings.prompts else None,
+            settings.count, settings.max_tokens, settings.concurrency, matrix.timeouts.request_s,
+            retries=matrix.requests.retries, hung_after=matrix.requests.hung_after)
+        if not alive():
+            raise ServerDied("the server exited during the batch-dependence phase")
+        judge_requests(matrix, state, "batching", tally, alive)
     # throughput first: a cell not faster than the reference beyond the noise is screened out of most of the
     # quality phase, the costly one (analysis/sequential.py)
     if matrix.throughput is not None:

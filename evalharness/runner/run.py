@@ -136,6 +136,14 @@ def check_task_data(matrix: Matrix) -> None:
                              quality.include_path, quality.include_defaults)
         except DataMissing as exc:
             raise RunError(f"quality: {exc} (nothing was launched)") from None
+    if matrix.batching.enabled:
+        from evalharness.phases.batching import DEFAULT_PROMPTS, BatchPromptsError, load_prompts
+
+        try:
+            load_prompts(Path(matrix.batching.prompts) if matrix.batching.prompts else DEFAULT_PROMPTS,
+                         matrix.batching.count + 1)
+        except BatchPromptsError as exc:
+            raise RunError(f"{exc} (nothing was launched)") from None
 
 
 def open_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Path, out_dir: Path,

@@ -1,0 +1,33 @@
+"""Batch dependence of a cell against the reference's own (issue 39): per prompt, whether its greedy answer changed
+between alone and batched, paired across the two sides by prompt; the cell is flagged when its share of changed
+answers is credibly above the reference's: the paired test of analysis/stats.py at alpha AND a material difference
+(analysis/secondary.py's MATERIAL_SHARE), the rule every secondary figure is judged by, here one figure per cell.
+
+Reads records only (CellResult.batching)."""
+
+from __future__ import annotations
+
+from evalharness.analysis.secondary import MATERIAL_SHARE
+from evalharness.analysis.stats import paired_evidence
+from evalharness.records.drift import BatchChange
+from evalharness.records.measures import BatchDependence
+
+
+def batch_change(reference: BatchDependence, cell: BatchDependence, alpha: float) -> BatchChange | None:
+    """The cell's changed-by-batching share against the reference's, over the prompts both answered both ways;
+    None when none was."""
+    ref = {a.id: a for a in reference.answered()}
+    now = {a.id: a for a in cell.answered()}
+    ids = [pid for pid in ref if pid in now]
+    if not ids:
+        return None
+    before = [float(ref[pid].differs) for pid in ids]
+    after = [float(now[pid].differs) for pid in ids]
+    share_ref, share_cell = sum(before) / len(ids), sum(after) / len(ids)
+    # the cell "worse" is more answers changed: higher is worse, so the drop is cell - reference
+    evidence = paired_evidence(before, after, higher_is_better=False)
+    p_value = evidence.p_no_difference()
+    flagged = p_value < alpha and share_cell - share_ref >= MATERIAL_SHARE
+    firsts = [now[pid].first_difference for pid in ids if now[pid].first_difference is not None]
+    return BatchChange(prompts=len(ids), reference=share_ref, cell=share_cell, p_value=p_value, flagged=flagged,
+                       concurrency=cell.concurrency, mean_first_difference=sum(firsts) / len(firsts) if firsts else None)

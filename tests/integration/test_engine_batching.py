@@ -1,0 +1,44 @@
+"""Batch dependence on the real embedded engine (issue 39, phases/batching.py): a run of two cells on the session's
+shared engine (engine external: both only read from it), the same configuration twice, with the phase on: each cell's
+greedy answers alone and among 8 requests in flight are recorded, the reference's own rate is reported, and the engine
+against itself is not flagged. (What a cell that changes more looks like is tests/unit/test_batching.py's, from
+answers recorded on this engine in bfloat16: 8 of 16 changed where float32 changed none.)"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from evalharness.records.io import load_run
+from tests.integration.conftest import SERVED_NAME, run_harness
+
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(900)]
+
+COUNT = 8
+
+
+def test_the_phase_runs_in_each_cell_and_the_engine_against_itself_is_not_flagged(shared_engine, tmp_path):
+    matrix = {
+        "name": "batching", "engine": "external", "base_url": f"{shared_engine.root_url}/v1", "model": SERVED_NAME,
+        "axes": {"cell": {"ref": None, "again": None}}, "reference": {"cell": "ref"},
+        "probes": {"enabled": False}, "distribution": {"enabled": False},
+        "batching": {"enabled": True, "count": COUNT, "max_tokens": 32, "concurrency": 8},
+    }
+    (tmp_path / "matrix.yaml").write_text(json.dumps(matrix))  # JSON is YAML
+    begin = time.monotonic()
+    proc = run_harness("run", "--matrix", str(tmp_path / "matrix.yaml"), "--out", str(tmp_path / "out"), timeout=800)
+    print(f"batching run: {time.monotonic() - begin:.0f}s")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = load_run(tmp_path / "out")
+    for cid in ("cell-ref", "cell-again"):
+        cell = run.cells[cid]
+        assert cell.status == "ok" and cell.batching is not None, (cid, cell.reason)
+        assert len(cell.batching.answered()) == COUNT and all(a.alone and a.batched for a in cell.batching.answers)
+        assert cell.requests["batching"].failed == 0
+        print(f"{cid}: {cell.batching.differing()}/{COUNT} answers changed by batching, {cell.batching.seconds}s")
+    change = run.cells["cell-again"].drift.batching
+    assert change is not None and change.prompts == COUNT and not change.flagged, change
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Batch dependence" in report and f"| `cell-ref` (reference) | {run.cells['cell-ref'].batching.differing()}/{COUNT}" in report

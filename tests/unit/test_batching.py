@@ -1,0 +1,111 @@
+"""Batch dependence (issue 39, phases/batching.py, analysis/batching.py, render/batching.py) from recorded answers: a
+cell whose batched answers change more often than the reference's is flagged, one that changes as often is not; the
+section says both; the phase is off unless enabled and its prompts are checked before launch."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalharness.analysis.batching import batch_change
+from evalharness.matrix.errors import SpecError
+from evalharness.matrix.load import load_matrix
+from evalharness.phases.batching import BatchPromptsError, first_difference, load_prompts
+from evalharness.records.drift import CellDrift
+from evalharness.records.measures import BatchAnswer, BatchDependence
+from evalharness.records.run import CellResult, RunMeta, RunResult
+from evalharness.render.batching import batching_section
+
+# recorded on vLLM 0.32.0's CPU build (2026-12-04): float32 answered every prompt alike alone and batched; bfloat16
+# changed 8 of 16, the first difference 75 to 318 characters in. The texts here stand for such answers.
+ANSWER = "The clock tower rang thirteen times, and the town woke to find that nothing was as it had been."
+
+
+def _changed_answer() -> str:
+    return ANSWER[:40] + " and the baker" + ANSWER[54:]
+
+
+def worse_first_difference() -> int:
+    return first_difference(ANSWER, _changed_answer())
+
+
+def _side(changed: set[int], n: int = 16) -> BatchDependence:
+    answers = []
+    for i in range(n):
+        batched = ANSWER if i not in changed else _changed_answer()
+        answers.append(BatchAnswer(id=f"n{i:03d}", alone=ANSWER, batched=batched,
+                                   first_difference=first_difference(ANSWER, batched)))
+    return BatchDependence(concurrency=16, max_tokens=64, answers=answers)
+
+
+def test_a_cell_that_changes_more_than_the_reference_is_flagged_and_one_that_changes_as_much_is_not():
+    reference = _side({3})
+    worse = batch_change(reference, _side({0, 2, 3, 5, 7, 9, 11, 13}), alpha=0.05)
+    assert worse.flagged and worse.reference == 1 / 16 and worse.cell == 0.5 and worse.p_value < 0.05
+    assert worse.mean_first_difference == worse_first_difference()
+    same = batch_change(reference, _side({6}), alpha=0.05)  # as often, other prompts: not more
+    assert not same.flagged and same.cell == same.reference
+    fewer = batch_change(_side({0, 1, 2, 3, 4, 5}), _side(set()), alpha=0.05)
+    assert not fewer.flagged  # changing less than the reference is no fault
+    one_more = batch_change(reference, _side({3, 4}), alpha=0.05)
+    assert not one_more.flagged  # one prompt more in 16 is not credible
+
+
+def test_failed_prompts_are_left_out_of_the_pairing():
+    cell = _side(set(range(8)))
+    for answer in cell.answers[:8]:
+        answer.error, answer.batched = "http_500: boom", None
+    change = batch_change(_side(set()), cell, alpha=0.05)
+    assert change.prompts == 8 and change.cell == 0.0 and not change.flagged
+    assert batch_change(_side(set()), BatchDependence(concurrency=16, max_tokens=64), alpha=0.05) is None
+
+
+def test_first_difference():
+    assert first_difference("abc", "abc") is None
+    assert first_difference("abcd", "abxd") == 2
+    assert first_difference("abc", "abcdef") == 3
+
+
+def _run(cells: dict[str, BatchDependence | None]) -> RunResult:
+    results = {}
+    for cid, side in cells.items():
+        results[cid] = CellResult(id=cid, axes={}, settings_hash="h", engine="vllm", args={}, env={}, argv=[],
+                                  status="ok", phase="done", batching=side, started_at="t", finished_at="t",
+                                  duration_s=1.0)
+    meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m", started_at="t")
+    run = RunResult(meta=meta, reference="ref", cell_order=list(cells), cells=results)
+    for cid in list(cells)[1:]:
+        if results[cid].batching is not None:
+            results[cid].drift = CellDrift(cell=cid, batching=batch_change(results["ref"].batching,
+                                                                           results[cid].batching, 0.05))
+    return run
+
+
+def test_the_section_gives_the_references_own_count_and_each_cells_verdict():
+    text = "\n".join(batching_section(_run({"ref": _side({3}), "bf16": _side(set(range(8))), "f32b": _side({3})})))
+    assert "## Batch dependence" in text and "among 16 requests in flight" in text
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in text.splitlines() if line.startswith("| `")}
+    assert rows["`ref` (reference)"][0] == "1/16"
+    assert rows["`bf16`"][0] == "8/16" and rows["`bf16`"][2].startswith("**flagged**")
+    assert rows["`f32b`"][2].startswith("not flagged")
+    assert batching_section(_run({"ref": None, "x": None})) == []  # the phase off: no section
+
+
+def test_the_phase_is_off_unless_enabled_and_its_prompts_are_checked(tmp_path):
+    body = ("name: x\nengine: vllm\nmodel: some/model\ncommand: [python, -m, vllm.entrypoints.openai.api_server]\n"
+            "axes:\n  p:\n    a: {}\n")
+    (tmp_path / "off.yaml").write_text(body)
+    matrix, _, _ = load_matrix(tmp_path / "off.yaml")
+    assert matrix.batching.enabled is False and matrix.batching.concurrency == 16
+    (tmp_path / "missing.yaml").write_text(body + "batching: {enabled: true, prompts: ./nothere.jsonl}\n")
+    with pytest.raises(SpecError, match=r"missing.yaml:\d+: batching.prompts: .*nothere.jsonl is not a file"):
+        load_matrix(tmp_path / "missing.yaml")
+    short = tmp_path / "short.jsonl"
+    short.write_text(json.dumps({"id": "a", "prompt": "hi"}) + "\n")
+    with pytest.raises(BatchPromptsError, match="1 prompts, the phase needs 17"):
+        load_prompts(short, 17)
+    short.write_text('{"id": "a"}\n')
+    with pytest.raises(BatchPromptsError, match="line 1: expected"):
+        load_prompts(short, 1)
