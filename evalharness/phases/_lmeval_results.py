@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -162,6 +163,15 @@ def chain_loops(answer: dict[str, Any]) -> bool:
     if "loops" not in answer:
         answer["loops"] = loops_to_the_end(f"{answer.get('reasoning') or ''}\n{answer.get('content') or ''}".strip())
     return answer["loops"]
+
+
+def prompt_key(prompt_hash: str | None, chat_template_kwargs: dict[str, Any] | None) -> str | None:
+    """What a document was asked with (analysis/pairing.py): the prompt's hash, and the chat template switches that
+    change the prompt the engine renders (none: the hash itself, as before switches were kept)."""
+    switches = json.dumps(chat_template_kwargs or {}, sort_keys=True)
+    if switches == "{}" or not prompt_hash:
+        return prompt_hash
+    return hashlib.sha256(f"{prompt_hash}|{switches}".encode()).hexdigest()
 
 
 def read_failures(path) -> list[dict]:

@@ -20,7 +20,6 @@ which {task} and {dataset_name} name the leaf task and its hub config, for group
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -168,7 +167,7 @@ def main(spec_path: str) -> int:
         return 3
     from lm_eval import simple_evaluate
 
-    from evalharness.phases._lmeval_results import HeadlineMissing, read_answers, read_failures, summarize
+    from evalharness.phases._lmeval_results import HeadlineMissing, prompt_key, read_answers, read_failures, summarize
     from evalharness.phases._local_tokenizer import TokenizerProblem
 
     chat = spec.get("api") == "chat"
@@ -243,13 +242,11 @@ def main(spec_path: str) -> int:
         summary["subset"] = {"seed": None if first else int(spec.get("subset_seed", 1234)),
                              "documents": sum(len(ids) for ids in documents.values()),
                              "of": sum(populations.values()), "fraction": fraction if fraction < 1 else None}
-    switches = json.dumps(spec.get("chat_template_kwargs") or {}, sort_keys=True) if chat else ""
     for row in rows:
         row["seed"] = model_args["seed"]
         # what the document was asked with (analysis/pairing.py): lm-eval's prompt hash, and the template switches
-        # that change the prompt the engine renders
-        row["prompt_key"] = (hashlib.sha256(f"{row['prompt_hash']}|{switches}".encode()).hexdigest()
-                             if switches not in ("", "{}") and row.get("prompt_hash") else row.get("prompt_hash"))
+        # that change the prompt the engine renders (sent through chat only)
+        row["prompt_key"] = prompt_key(row.get("prompt_hash"), spec.get("chat_template_kwargs") if chat else None)
     with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as handle:
         handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))

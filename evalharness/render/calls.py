@@ -19,13 +19,14 @@ def _share(count: int, total: int) -> str:
     return f"{count}/{total} ({count / total:.0%})" if total else "–"
 
 
-def _verdict(change: SecondaryChange | None, worse_when_higher: bool = True) -> str:
+def _verdict(change: SecondaryChange | None) -> str:
+    """A share where higher is worse (invalid answers, refusals) against the reference's."""
     if change is None:
         return "not compared"
     if not change.changed:
         return f"no credible change (p {change.p_adjusted:.2g})" if change.p_adjusted is not None else "no credible change"
-    worse = (change.cell or 0) > (change.reference or 0) if worse_when_higher else (change.cell or 0) < (change.reference or 0)
-    return f"worse (p {change.p_adjusted:.2g})" if worse else f"better (p {change.p_adjusted:.2g})"
+    worse = (change.cell or 0) > (change.reference or 0)
+    return f"{'worse' if worse else 'better'} (p {change.p_adjusted:.2g})"
 
 
 def _tasks(run: RunResult) -> list[str]:
@@ -56,8 +57,9 @@ NOTE = ("Tool calls through the tools API and JSON through `response_format`, ea
 
 
 def calls_tables(run: RunResult) -> list[dict]:
-    """Per calls task: {task, kind, valid_word, rows}, each row the HEADER's columns as plain text (untrusted where
-    it quotes a task's or cell's name: escaped by whoever renders it)."""
+    """Per calls task: {task, kind, valid_word, rows}, each row the HEADER's columns as plain text, the first the cell's
+    id (the run's reference is run.reference; untrusted where it quotes a task's or cell's name: escaped by whoever
+    renders it)."""
     tables = []
     for task in _tasks(run):
         rows, kind = [], None
@@ -71,7 +73,7 @@ def calls_tables(run: RunResult) -> list[dict]:
             drift = None if is_reference else cell.drift
             task_drift = next((t for t in drift.tasks if t.task == task), None) if drift else None
             changes = {c.field: c for c in (drift.calls if drift else []) if c.task == task}
-            rows.append([cid + (" (reference)" if is_reference else ""), _share(calls.valid, calls.cases),
+            rows.append([cid, _share(calls.valid, calls.cases),
                          "–" if score.value is None else f"{score.value:.3f}", str(calls.refused),
                          "" if is_reference else _verdict(changes.get("invalid_share")),
                          "" if is_reference else ((task_drift.outcome or task_drift.reason or "")
@@ -91,8 +93,7 @@ def calls_section(run: RunResult) -> list[str]:
         return []
     out = ["## Calls and structured output", "", md_text(NOTE), ""]
     for table in tables:
-        rows = [[f"`{row[0].replace(' (reference)', '')}`" + (" (reference)" if row[0].endswith(" (reference)") else ""),
-                 md_text(row[1]), md_text(row[2]), md_text(row[3]), _bold_worse(row[4]), md_text(row[5]),
+        rows = [[f"`{row[0]}`" + (" (reference)" if row[0] == run.reference else ""), md_text(row[1]), md_text(row[2]), md_text(row[3]), _bold_worse(row[4]), md_text(row[5]),
                  _bold_worse(row[6]), md_text(row[7])] for row in table["rows"]]
         out += [f"### {md_text(table['task'])} ({table['valid_word']})", "",
                 markdown_table([table["valid_word"] if h == "valid" else h for h in HEADER], rows), ""]

@@ -280,8 +280,9 @@
         el("h3", {}, `${table.task} (${table.valid_word})`),
         el("div", {class: "scroll"}, el("table", {class: "calls-table"},
           el("thead", {}, el("tr", {}, data.calls.header.map((h) => el("th", {}, h === "valid" ? table.valid_word : h)))),
-          el("tbody", {}, table.rows.map((row) => el("tr", {}, row.map((cellText) =>
-            el("td", {class: cellText.startsWith("worse") ? "worse" : null}, cellText))))))))));
+          el("tbody", {}, table.rows.map((row) => el("tr", {}, row.map((cellText, i) =>
+            el("td", {class: cellText.startsWith("worse") ? "worse" : null},
+              i === 0 && cellText === data.reference ? `${cellText} (reference)` : cellText))))))))));
   }
 
   // --- garbage probes ---------------------------------------------------------------------------------------------

@@ -206,3 +206,14 @@ def test_a_relative_path_in_a_flag_value_is_the_matrix_files(tmp_path):
     by_id = {c.id: c.args for c in cells}
     assert by_id["p-a"]["--generation-config"] == str(tmp_path / "m" / "gen")
     assert by_id["p-b"]["--tool-call-parser"] == "hermes" and by_id["p-b"]["--chat-template"].endswith("tools.jinja")
+
+
+def test_a_case_asked_with_other_template_switches_never_pairs():
+    """The chat template switches sent (enable_thinking) change what the engine renders: the prompt key folds them in,
+    as the lm-eval worker's does (_lmeval_results.prompt_key)."""
+    answer = {"id": "t2", "content": "Hi", "tool_calls": [], "finish_reason": "stop"}
+    plain = row_of("eh_tools", 0, CHAT, answer, 1234)
+    off = row_of("eh_tools", 0, CHAT, answer, 1234, {"enable_thinking": False})
+    assert plain["prompt_key"] == plain["prompt_hash"] == off["prompt_hash"]
+    assert off["prompt_key"] != plain["prompt_key"]
+    assert row_of("eh_tools", 0, CHAT, answer, 1234, {"enable_thinking": False})["prompt_key"] == off["prompt_key"]

@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from evalharness.phases._lmeval_results import generation_stats, read_answers
+from evalharness.phases._lmeval_results import generation_stats, prompt_key, read_answers
 from evalharness.phases.calls.cases import Case, load_cases
 from evalharness.phases.calls.score import CaseScore, score_case, score_refused
 from evalharness.phases.openai_api import Endpoint
@@ -66,14 +66,17 @@ def answer_of(case: Case, params: dict[str, Any], api: Endpoint) -> dict[str, An
             "completion_tokens": getattr(usage, "completion_tokens", None)}
 
 
-def row_of(task: str, index: int, case: Case, answer: dict[str, Any], seed: int) -> dict[str, Any]:
-    """lm-eval's per-sample row for one case (analysis/pairing.py pairs it), with what the scorer found."""
+def row_of(task: str, index: int, case: Case, answer: dict[str, Any], seed: int,
+           chat_template_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """lm-eval's per-sample row for one case (analysis/pairing.py pairs it), with what the scorer found; its prompt
+    key folds in the chat template switches it was sent with, as the lm-eval worker's does."""
     scored: CaseScore = (score_refused(case, answer["refused"]) if answer.get("refused") else
                          score_case(case, answer.get("content"), answer.get("tool_calls") or []))
     prompt_hash = case.prompt_hash()
     return {"task": task, "doc_id": index, "doc_hash": case.hash(), "prompt_hash": prompt_hash,
-            "prompt_key": prompt_hash, "case": case.id, "kind": case.kind, "way": case.way,
-            "target": case.expected, "response": answer.get("tool_calls") if case.kind == "tools" else answer.get("content"),
+            "prompt_key": prompt_key(prompt_hash, chat_template_kwargs), "case": case.id, "kind": case.kind,
+            "way": case.way, "target": case.expected,
+            "response": answer.get("tool_calls") if case.kind == "tools" else answer.get("content"),
             "answer": scored.answer, "filter": "none", "metrics": scored.metrics, "prompt": case.prompt_text(),
             "seed": seed, "finish_reason": answer.get("finish_reason") or ("refused" if scored.refused else None),
             "completion_tokens": answer.get("completion_tokens"), "reasoning": answer.get("reasoning"),
@@ -135,7 +138,8 @@ def main(spec_path: str) -> int:
         print(f"{len(failed)} of {len(got)} requests failed after retries; first: {failed[0]['error'][:300]}",
               file=sys.stderr)
         return 1
-    rows = [row_of(task, index, cases[index], answer, seed) for index, answer in zip(indices, got)]
+    rows = [row_of(task, index, cases[index], answer, seed, spec.get("chat_template_kwargs"))
+            for index, answer in zip(indices, got)]
     subset = None
     if len(indices) < len(cases):
         subset = {"seed": None if first else subset_seed, "documents": len(indices), "of": len(cases),
