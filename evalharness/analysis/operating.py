@@ -28,6 +28,7 @@ from typing import Literal
 
 from evalharness.analysis.goodput import StepSlo, Target, slo_words, step_slo, targets_of
 from evalharness.analysis.speed import Side, SpeedVerdict, set_aside, side_of, speedup
+from evalharness.matrix.base import LENGTH_SCENARIO_PREFIX
 from evalharness.matrix.throughput import SweepSection
 from evalharness.records.measures import ScenarioResult
 
@@ -76,7 +77,11 @@ def operating_point(matrix: dict) -> OperatingPoint:
     report = matrix.get("report") or {}
     throughput = matrix.get("throughput") or {}
     scenarios = throughput.get("scenarios") or []
+    # the length section's per-bucket scenarios (issue 39) describe speed by length: the headline is read at one of
+    # the matrix's own scenarios where it has any
     sweep = (throughput.get("sweep") or {})
+    own = [s for s in scenarios if not s["name"].startswith(LENGTH_SCENARIO_PREFIX)]
+    scenarios = own if own or sweep else scenarios
     targets = targets_of(matrix)
     spec = report.get("operating_point") or None
     spec = {"max_goodput": True} if spec == "max_goodput" else spec  # as written in a matrix file

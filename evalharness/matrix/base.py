@@ -13,6 +13,9 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_+-]*$"
 """Axis and value names become parts of cell ids and folder names: no dots, slashes or spaces."""
 # task names become folder names under the run: no separators, so none can leave the run folder
 TASK_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+# the length section's task and speed scenario of bucket B (issue 39): eh_long_<B>, length-<B>
+LENGTH_TASK_PREFIX = "eh_long_"
+LENGTH_SCENARIO_PREFIX = "length-"
 
 
 class _Strict(BaseModel):

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from evalharness.matrix.base import NAME_PATTERN, TASK_PATTERN, _Strict, unknown_name  # noqa: F401  (re-exported)
+from evalharness.matrix.fidelity import BatchingSection, LengthSection
 from evalharness.matrix.quality import QualitySection
 from evalharness.matrix.throughput import (  # noqa: F401  (re-exported)
     OperatingPointSpec, RepeatRange, Scenario, SloMetric, SloTarget, SweepSection, ThroughputSection, _operating_point)
@@ -102,23 +103,6 @@ class DistributionSection(_Strict):
         "float32 reference and 75 of 121 s in bfloat16 on a CPU without AVX-512")
 
 
-class BatchingSection(_Strict):
-    """Batch dependence (phases/batching.py, issue 39): the same greedy prompts answered alone, one at a time, and
-    inside a full batch of other requests; a cell whose answers change with batching more often than the reference's
-    is flagged (analysis/batching.py). Off unless enabled."""
-
-    enabled: bool = False
-    prompts: str | None = Field(None, description="JSONL of {id, prompt} or {id, messages}; default "
-                                "tasks/throughput/natural.jsonl (its later lines are the batch's other requests)")
-    count: int = Field(64, gt=0, description="prompts answered alone and in the batch (benchmarks/batching_flag.py: "
-                       "at 16 a cell changing a quarter more of its answers is caught about 1 time in 8, at 64 almost "
-                       "always)")
-    max_tokens: int = Field(64, gt=0, description="greedy tokens per answer (the batch's other requests ask twice as "
-                            "many, so the batch stays full while the prompts are answered)")
-    concurrency: int = Field(16, gt=1, description="requests in flight in the batched pass: the deployment's "
-                             "operating concurrency")
-
-
 class RequestsSection(_Strict):
     """How measuring requests are retried, and how many may fail before the cell is marked error (retries.py)."""
 
@@ -208,6 +192,7 @@ class Matrix(_Strict):
     probes: ProbesSection = Field(default_factory=ProbesSection)
     distribution: DistributionSection = Field(default_factory=DistributionSection)
     batching: BatchingSection = Field(default_factory=BatchingSection)
+    length: LengthSection = Field(default_factory=LengthSection)
     quality: QualitySection | None = None
     throughput: ThroughputSection | None = None
     gate: GateSection | None = None
@@ -244,6 +229,7 @@ class Matrix(_Strict):
             raise ValueError("quality.tokenizer: SGLang has no /tokenizer_info endpoint, which the remote tokenizer "
                              "needs; set `tokenizer: local` (the served model's tokenizer.json, read by the harness; "
                              "the default on SGLang), `none` (generation tasks only) or `api: chat`")
+        self._add_length()
         self._check_operating_point()
         point = self.report.operating_point
         if self.quality is not None and "concurrency" not in self.quality.model_fields_set and point is not None \
@@ -265,6 +251,29 @@ class Matrix(_Strict):
         if cell.command:
             return cell.command
         return self.command if cell.engine == self.engine else None
+
+    def _add_length(self) -> None:
+        """The length section's tasks and scenarios join the quality tasks and throughput scenarios (once: a matrix
+        dumped and validated again keeps them as they are)."""
+        length = self.length
+        if not length.enabled:
+            return
+        context = next((self.args[flag] for flag in ("--max-model-len", "--context-length")
+                        if isinstance(self.args.get(flag), int) and not isinstance(self.args.get(flag), bool)), None)
+        if context is not None and length.buckets[-1] + length.max_gen_toks > context:
+            raise ValueError(f"length.buckets: the longest, {length.buckets[-1]} tokens, and its {length.max_gen_toks} "
+                             f"answer tokens do not fit the served context of {context} tokens (args)")
+        if length.tasks:
+            if self.quality is None:
+                raise ValueError("length: its per-bucket tasks need a quality section (or length.tasks: false)")
+            self.quality.tasks += [t for t in length.task_names() if t not in self.quality.tasks]
+        if length.speed:
+            scenarios = length.scenarios()
+            if self.throughput is None:
+                self.throughput = ThroughputSection(scenarios=scenarios)
+            else:
+                known = {s.name for s in self.throughput.all_scenarios()}
+                self.throughput.scenarios += [s for s in scenarios if s.name not in known]
 
     def _check_operating_point(self) -> None:
         report = self.report

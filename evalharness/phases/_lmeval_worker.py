@@ -2,7 +2,7 @@
 
 Usage: python -m evalharness.phases._lmeval_worker SPEC.json
        python -m evalharness.phases._lmeval_worker --check SPEC.json   (load every task's data; run nothing)
-SPEC: {task, include_path, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("local" |
+SPEC: {task, include_path, extra_include_paths, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("local" |
        "remote" | "none"), tokenizer_path (local: a folder or hub id; default the one the engine reports),
        concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs, think_end_token,
        stop_strings, headline, subset, subset_seed, fraction, data, seed, out_dir}; --check takes
@@ -119,7 +119,9 @@ def _setup(spec: dict[str, Any]):
     include = spec.get("include_path")
     if include:
         os.chdir(include)  # the shipped tasks name their data files relative to their own folder
-    return TaskManager(include_path=include, include_defaults=bool(spec.get("include_defaults", False)))
+    # the run's own generated tasks (the length section's eh_long_<B>: absolute data paths) beside them
+    paths = [p for p in [include, *(spec.get("extra_include_paths") or [])] if p]
+    return TaskManager(include_path=paths or None, include_defaults=bool(spec.get("include_defaults", False)))
 
 
 def check(spec: dict[str, Any]) -> int:

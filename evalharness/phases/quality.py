@@ -128,6 +128,7 @@ def repeat_dir(cell_dir: Path, task: str, repeat: int) -> Path:
 
 def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run_dir: Path,
                 server_alive: Callable[[], bool], *, include_path: str | None, include_defaults: bool, api: str,
+                extra_include_paths: list[str] | None = None,
                 tokenizer: str, concurrency: int, limit: int | None, request_timeout_s: float, task_timeout_s: float,
                 retries: int, done: list[TaskScore], per_task: Callable[[str], dict[str, Any]] = lambda task: {},
                 repeats: Callable[[str], int] = lambda task: 1, seed: int = 1234,
@@ -138,6 +139,7 @@ def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run
     crash keeps what was finished. `per_task(task)`: the task's own worker settings (generation, local data).
     `at_look(repeats_done, running)`: after each repeat, the tasks that are settled and run no more repeats."""
     spec = {"include_path": include_path, "include_defaults": include_defaults, "base_url": base_url,
+            **({"extra_include_paths": extra_include_paths} if extra_include_paths else {}),
             "model": model, "api": api, "tokenizer": tokenizer, "concurrency": concurrency, "limit": limit,
             "timeout_s": request_timeout_s, "max_retries": 5}
     scores: dict[str, TaskScore] = {}

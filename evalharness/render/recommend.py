@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import shlex
 
+from evalharness.analysis.length import envelope_text
 from evalharness.analysis.recommend import recommend
 from evalharness.records.masking import mask_argv, mask_env
 from evalharness.records.run import RunResult
@@ -54,6 +55,12 @@ def _point(rec, mark=_Markdown) -> str:
     return f"{mark.text(rec.point)}: " if rec.point and not rec.point.startswith("in ") else ""
 
 
+def _envelope(run: RunResult, cell: str, mark=_Markdown) -> str:
+    """Over which lengths and load the equivalence was measured (analysis/length.py), when the run has buckets."""
+    said = envelope_text(run, cell, (run.meta.matrix.get("quality") or {}).get("concurrency"))
+    return f" ({mark.text(said)})" if said else ""
+
+
 def launch_command(argv: list[str], env: dict[str, str]) -> str:
     """The cell's exact launch, ready to paste: its environment, then its argv (secrets masked)."""
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in mask_env(env).items())
@@ -71,7 +78,7 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
         upper = f" (largest drop ≤ {rec.drop_upper:.3f})" if rec.drop_upper is not None else ""
         out = [f"{_point(rec, mark)}{mark.bold('Recommendation: ' + mark.code(rec.cell))}, {_speed(rec, mark)}, "
                "equivalent to the "
-               f"reference on every task within its margin{upper}; {_controlled(rec)}."]
+               f"reference on every task within its margin{upper}{_envelope(run, rec.cell, mark)}; {_controlled(rec)}."]
         if with_command:
             out += ["", "Its launch as this run made it (the port was the run's own):", "",
                     code_block(launch_command(rec.argv, rec.env))]

@@ -23,6 +23,7 @@ from evalharness.phases.quality import SHIPPED_TASKS, run_quality
 from evalharness.phases.retries import ServerDied, judge_tally
 from evalharness.phases.throughput.client import LoadClient
 from evalharness.phases.throughput.prompts import load_source
+from evalharness.runner.lengthfiles import ensure_length_files, extra_include_paths, length_files
 from evalharness.phases.throughput.stats import acceptance_crosscheck
 from evalharness.records.cellfiles import load_probe_outputs, save_probe_outputs
 from evalharness.records.measures import RequestTally, ScenarioResult, TaskScore
@@ -52,10 +53,12 @@ def measure_one(matrix: Matrix, engine: Engine, state: CellRun, progress: Progre
     assert matrix.throughput is not None
     plan = state.plan
     state.enter(f"throughput:{scenario.name}", progress)
+    ensure_length_files(matrix, state.run_dir)
     client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
                         timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
                         tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after,
-                        prompts=load_source(scenario.prompts), extra_body=engine.load_request_extras)
+                        prompts=load_source(scenario.prompts, length_files(matrix, state.run_dir)),
+                        extra_body=engine.load_request_extras)
     before: dict[str, Any] = {}
     log_from = [0]
 
@@ -254,9 +257,11 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
                         settled.add(task)
         return settled
 
+    ensure_length_files(matrix, state.run_dir)  # a Ray node's run folder may lack them
     run_quality(
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
         include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
+        extra_include_paths=extra_include_paths(matrix, state.run_dir),
         include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=quality.concurrency,
         limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
         retries=quality.retries, done=state.quality,

@@ -22,6 +22,7 @@ from evalharness.phases.probes import DEFAULT_PROBES, ProbeError, load_probes
 from evalharness.phases.quality import DataMissing
 from evalharness.phases.quality import check_task_data as _check_task_data
 from evalharness.phases.throughput.prompts import PromptSourceError, load_source
+from evalharness.runner.lengthfiles import ensure_length_files, length_files
 from evalharness.records.io import ResultsError, load_run, save_run
 from evalharness.records.masking import mask_args, mask_argv, mask_env
 from evalharness.records.provenance import git_revision, harness_versions, machine_info, machine_kind, now_iso
@@ -132,7 +133,9 @@ def check_task_data(matrix: Matrix) -> None:
     if matrix.quality is not None:
         quality = matrix.quality
         try:
-            _check_task_data(quality.tasks, {t: d.model_dump() for t, d in quality.data.items()},
+            generated = matrix.length.task_names()  # written into the run folder when it opens
+            _check_task_data([t for t in quality.tasks if t not in generated],
+                             {t: d.model_dump() for t, d in quality.data.items()},
                              quality.include_path, quality.include_defaults)
         except DataMissing as exc:
             raise RunError(f"quality: {exc} (nothing was launched)") from None
@@ -161,9 +164,14 @@ def open_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pa
             load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
         except ProbeError as exc:
             raise RunError(str(exc)) from None
+    sizing = ensure_length_files(matrix, out_dir, rewrite=True)
+    note = sizing and (f"Length buckets {', '.join(map(str, matrix.length.buckets))}: "
+                       f"{matrix.length.documents} documents each, sized by {sizing}")
+    if note and note not in run.notes:
+        run.notes.append(note)
     for scenario in matrix.throughput.all_scenarios() if matrix.throughput else []:
         try:
-            load_source(scenario.prompts)
+            load_source(scenario.prompts, length_files(matrix, out_dir))
         except PromptSourceError as exc:
             raise RunError(f"throughput scenario {scenario.name}: {exc}") from None
     for found in sweep_orphans(sorted(out_dir.glob("cells/*/server.pid"))):

@@ -4,6 +4,8 @@
   instructions, stories to continue, passages to summarise; written for this project, see make_corpus.py beside it);
 - `task:NAME`: the prompts of a shipped lm-eval task (tasks/lm_eval/NAME.yaml: its doc_to_text over its data file);
 - a path to a JSONL file: one object per line with "prompt" (or "text");
+- `length:B`: the documents of length bucket B of the matrix's `length:` section (phases/longcontext.py), from the
+  run's own folder: a run writes them before any cell starts;
 - `random`: common words drawn at random, `input_len` of them; for pure capacity figures only. A model given random
   words tends to loop, and a speculative drafter then finds its own loops: acceptance and speed-ups measured on it
   are not what users get.
@@ -18,6 +20,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from evalharness.records.io import read_jsonl
 
@@ -88,8 +91,17 @@ def _task_texts(name: str) -> list[str]:
     return [render(**doc) for doc in docs]
 
 
-def load_source(spec: str) -> PromptSource:
-    """The prompts a scenario names (see the module docstring). Raises PromptSourceError."""
+def load_source(spec: str, length_files: Mapping[str, Path] | None = None) -> PromptSource:
+    """The prompts a scenario names (see the module docstring); `length:B` from the run's file for it in
+    `length_files`. Raises PromptSourceError."""
+    if spec.startswith("length:"):
+        path = (length_files or {}).get(spec)
+        if path is None:
+            raise PromptSourceError(f"prompts: {spec}: a length bucket's documents exist inside a run only, for "
+                                    "the buckets of its matrix's length section")
+        if not path.exists():
+            raise PromptSourceError(f"prompts: {spec}: {path} was not written (is the bucket in length.buckets?)")
+        return PromptSource(spec, tuple(_jsonl_texts(path)))
     if spec == RANDOM:
         return PromptSource(RANDOM)
     if spec == "natural":

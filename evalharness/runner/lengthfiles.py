@@ -1,0 +1,36 @@
+"""Where a run keeps the length section's generated tasks and prompts (issue 39): <run>/length/, written before any
+cell starts (and again on a node that lacks them: the documents are deterministic). Imports the matrix and
+phases/longcontext.py only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalharness.matrix.base import LENGTH_TASK_PREFIX
+from evalharness.matrix.schema import Matrix
+from evalharness.phases.longcontext import write_tasks
+
+
+def length_folder(run_dir: Path) -> Path:
+    return run_dir / "length"
+
+
+def length_files(matrix: Matrix, run_dir: Path) -> dict[str, Path]:
+    """Each bucket's prompt source (`length:B`, as the length scenarios name it) -> its data file in the run."""
+    return {f"length:{b}": length_folder(run_dir) / f"{LENGTH_TASK_PREFIX}{b}.jsonl"
+            for b in matrix.length.buckets} if matrix.length.enabled else {}
+
+
+def ensure_length_files(matrix: Matrix, run_dir: Path, rewrite: bool = False) -> str | None:
+    """Write the buckets' documents and tasks when the section is on (always with `rewrite`, else only when missing);
+    returns how documents were sized when it wrote them."""
+    section = matrix.length
+    if not section.enabled or (not rewrite and all(p.exists() for p in length_files(matrix, run_dir).values())):
+        return None
+    return write_tasks(length_folder(run_dir), section.seed, {b: f"{LENGTH_TASK_PREFIX}{b}" for b in section.buckets},
+                       section.documents, section.depths, section.max_gen_toks, matrix.model)
+
+
+def extra_include_paths(matrix: Matrix, run_dir: Path) -> list[str]:
+    """The folders of the run's own lm-eval tasks, beside the matrix's include_path."""
+    return [str(length_folder(run_dir).absolute())] if matrix.length.task_names() else []
