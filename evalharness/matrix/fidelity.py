@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from evalharness.matrix.base import LENGTH_SCENARIO_PREFIX, LENGTH_TASK_PREFIX, _Strict
-from evalharness.matrix.throughput import RepeatRange, Scenario
+from evalharness.matrix.throughput import RepeatRange, Scenario, _fixed_repeats
 
 
 class LengthSection(_Strict):
@@ -33,7 +33,9 @@ class LengthSection(_Strict):
     speed: bool = Field(True, description="the per-bucket speed scenarios")
     speed_requests: int = Field(2, gt=0, description="requests of a speed repeat, one at a time")
     speed_output_len: int = Field(32, gt=0, description="tokens each speed request generates (ignore_eos)")
-    speed_repeats: RepeatRange = Field(default_factory=lambda: RepeatRange(min=2, max=3))
+    speed_repeats: Annotated[RepeatRange, BeforeValidator(_fixed_repeats)] = Field(
+        default_factory=lambda: RepeatRange(min=2, max=3), description="a speed scenario's repeats: N, or {min, max} "
+        "(adaptive, as every scenario's)")
 
     @model_validator(mode="after")
     def _increasing(self) -> "LengthSection":

@@ -12,7 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from evalharness.matrix.base import NAME_PATTERN, TASK_PATTERN, _Strict, unknown_name  # noqa: F401  (re-exported)
 from evalharness.matrix.fidelity import BatchingSection, LengthSection
-from evalharness.matrix.quality import QualitySection
+from evalharness.matrix.quality import QualitySection, TaskSettings
 from evalharness.matrix.throughput import (  # noqa: F401  (re-exported)
     OperatingPointSpec, RepeatRange, Scenario, SloMetric, SloTarget, SweepSection, ThroughputSection, _operating_point)
 
@@ -266,7 +266,12 @@ class Matrix(_Strict):
         if length.tasks:
             if self.quality is None:
                 raise ValueError("length: its per-bucket tasks need a quality section (or length.tasks: false)")
-            self.quality.tasks += [t for t in length.task_names() if t not in self.quality.tasks]
+            for task in length.task_names():
+                if task not in self.quality.tasks:
+                    self.quality.tasks.append(task)
+                    # every document of the bucket (quality.limit sizes the matrix's own tasks), by completion: the
+                    # document ends with the answer's first words
+                    self.quality.task_settings[task] = TaskSettings(limit=None, api="completions")
         if length.speed:
             scenarios = length.scenarios()
             if self.throughput is None:
