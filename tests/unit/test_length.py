@@ -23,6 +23,7 @@ from evalharness.records.drift import CellDrift, TaskDrift
 from evalharness.records.measures import Percentiles, RepeatFigures, ScenarioResult, TaskScore
 from evalharness.records.run import CellResult, RunMeta, RunResult
 from evalharness.render.length import length_section, stops_paying
+from tests.headless import browser  # noqa: F401  (a fixture)
 from tests.unit.test_local_tokenizer import MODEL as MODEL_DIR
 
 BASE = {"name": "x", "engine": "vllm", "model": "some/model", "axes": {"p": {"a": {}, "b": {}}},
@@ -175,7 +176,7 @@ def test_the_figures_and_the_envelope_come_from_the_records():
     assert equivalent_up_to(ngram) == 1920 and equivalent_up_to(bucket_figures(run, "rope")) == 256
     assert envelope_text(run, "ngram", 16) == "equivalent up to 1,920 prompt tokens at concurrency 16; not measured beyond"
     assert envelope_text(run, "rope", 16) == "equivalent up to 256 prompt tokens at concurrency 16, worse at 1,920"
-    assert stops_paying(ngram).startswith("faster up to 256 prompt tokens, not at 1,920")
+    assert stops_paying(ngram).startswith("faster up to 256 prompt tokens; at 1,920 prompt tokens 1.01x [1.00–1.02] equal")
     assert stops_paying(bucket_figures(run, "rope")) is None  # no speculation: nothing to say
 
 
@@ -186,9 +187,31 @@ def test_the_report_section_has_a_row_per_cell_and_bucket():
     assert len(rows) == 6 and rows[0].startswith("| `ref` (reference) | 256 (250)")
     rope_long = next(r for r in rows if r.startswith("| `rope`") and "| 1,920" in r)
     assert "| worse |" in rope_long and "-0.600" in rope_long
-    assert "`ngram`: equivalent up to 1,920 prompt tokens at concurrency 16; not measured beyond; faster up to 256" \
+    assert "`ngram`: equivalent up to 1,920 prompt tokens at concurrency 16; not measured beyond; faster up to 256 prompt tokens; at 1,920" \
         in text
     plain = _run()
     for cell in plain.cells.values():
         cell.quality, cell.throughput = [], []
     assert length_section(plain) == []  # no buckets: no section
+
+
+def test_report_html_shows_the_section_as_text(browser, tmp_path):
+    """In headless chromium: a row per cell and bucket, the reference first, a worse bucket marked, where each cell's
+    verdicts hold; a hostile cell name stays text."""
+    from evalharness.render.html import render_html
+    from tests.headless import open_page
+
+    run = _run()
+    hostile = "<img src=x onerror=\"window.__pwned=1\">"
+    run.cells[hostile] = run.cells.pop("rope").model_copy(update={"id": hostile})
+    run.cell_order = ["ref", "ngram", hostile]
+    page = tmp_path / "report.html"
+    page.write_text(render_html(run, tmp_path), encoding="utf-8")
+    open_page(browser, page)
+    rows = browser.find_elements("css selector", "#length table.length-table tbody tr")
+    assert [r.find_elements("css selector", "td")[0].text for r in rows] == [
+        "ref (reference)", "ref (reference)", "ngram", "ngram", hostile, hostile]
+    assert [td.text for td in rows[5].find_elements("css selector", "td.worse")] == ["worse"]
+    holds = browser.execute_script("return document.querySelector('#length ul.length-holds').textContent")
+    assert "equivalent up to 1,920 prompt tokens at concurrency 16" in holds and "worse at 1,920" in holds
+    assert browser.execute_script("return window.__pwned") is None
