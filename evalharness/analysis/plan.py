@@ -25,6 +25,7 @@ from evalharness.analysis.pairing import side_scores
 from evalharness.analysis.plan_throughput import ThroughputPlan, price_throughput
 from evalharness.analysis.sizing import certified_margin, repeats_for_task
 from evalharness.analysis.stats import paired_evidence
+from evalharness.matrix.base import LENGTH_TASK_PREFIX
 from evalharness.records.run import RunResult
 
 DEFAULT_ACCURACY = 0.8
@@ -148,15 +149,19 @@ def make_plan(matrix: Mapping[str, Any], *, previous: tuple[RunResult, Path] | N
     elif tok_s is not None:
         plan.tok_s_source = "given (--tok-s)"
     plan.tok_s = tok_s
+    length = matrix.get("length") or {}
     for task in tasks:
         own = _settings(quality, task)
+        if length.get("enabled") and task.startswith(LENGTH_TASK_PREFIX):  # a bucket's task: its size is the matrix's
+            own = {**own, "limit": length.get("documents"), "max_gen_toks": length.get("max_gen_toks")}
         found = (_measured(*previous, task) if previous is not None else None) or {}
         given = {k: v for k, v in (("documents", (documents or {}).get(task)), ("accuracy", (accuracy or {}).get(task)),
                                    ("consistency", consistency)) if v is not None}
         source = found.get("source") or (f"stated defaults: accuracy {DEFAULT_ACCURACY}, consistency "
-                                         f"{DEFAULT_CONSISTENCY}" + ("; documents: quality.limit (per subtask for a "
-                                                                     "group: give --documents)" if own.get("limit")
-                                                                     else ""))
+                                         f"{DEFAULT_CONSISTENCY}" + (
+            "; documents: length.documents (the hours count answer tokens, not the bucket's prompt)"
+            if task.startswith(LENGTH_TASK_PREFIX) and length.get("enabled") else
+            "; documents: quality.limit (per subtask for a group: give --documents)" if own.get("limit") else ""))
         if given:
             source += "; given: " + ", ".join(f"{k} {v}" for k, v in given.items())
         row = TaskPlan(task=task, margin=margin_for(task, gate), configured=_configured(quality, task),

@@ -269,9 +269,13 @@ class Matrix(_Strict):
             for task in length.task_names():
                 if task not in self.quality.tasks:
                     self.quality.tasks.append(task)
-                    # every document of the bucket (quality.limit sizes the matrix's own tasks), by completion: the
-                    # document ends with the answer's first words
-                    self.quality.task_settings[task] = TaskSettings(limit=None, api="completions")
+                    # every document of the bucket (quality.limit sizes the matrix's own tasks), greedy, by
+                    # completion (the document ends with the answer's first words; no chat template, no thinking),
+                    # whatever the section's generation settings for the matrix's own tasks say
+                    self.quality.task_settings[task] = TaskSettings(
+                        limit=None, api="completions", max_gen_toks=length.max_gen_toks,
+                        gen_kwargs={"do_sample": False, "temperature": 0.0}, chat_template_kwargs=None,
+                        think_end_token=None, stop_strings=None)
         if length.speed:
             scenarios = length.scenarios()
             if self.throughput is None:

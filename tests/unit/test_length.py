@@ -215,3 +215,20 @@ def test_report_html_shows_the_section_as_text(browser, tmp_path):
     holds = browser.execute_script("return document.querySelector('#length ul.length-holds').textContent")
     assert "equivalent up to 1,920 prompt tokens at concurrency 16" in holds and "worse at 1,920" in holds
     assert browser.execute_script("return window.__pwned") is None
+
+
+def test_the_buckets_tasks_are_greedy_completions_of_every_document_and_plan_prices_them():
+    from evalharness.analysis.plan import make_plan
+    from evalharness.matrix.load import load_matrix
+    from tests.unit.test_local_tokenizer import REPO
+
+    matrix, _, _ = load_matrix(REPO / "matrices" / "sm120.yaml")  # samples its standard tasks, thinking on
+    assert matrix.quality.settings_for("gsm8k")["gen_kwargs"]["temperature"] == 0.6
+    own = matrix.quality.settings_for("eh_long_32768")
+    assert own["api"] == "completions" and own["limit"] is None and own["max_gen_toks"] == 8
+    assert own["gen_kwargs"]["temperature"] == 0.0 and own["gen_kwargs"]["do_sample"] is False
+    assert own["chat_template_kwargs"] is None and own["stop_strings"] is None
+    rows = {row.task: row for row in make_plan(matrix.model_dump(mode="json"), tok_s=2000.0).tasks}
+    assert rows["eh_long_65536"].documents == matrix.length.documents == 100
+    assert rows["eh_long_65536"].tokens_per_answer == 8 and rows["eh_long_65536"].margin == 0.05
+    assert "length.documents" in rows["eh_long_65536"].source
