@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from evalharness.analysis.speed import SpeedVerdict, scenario_verdict
 from evalharness.matrix.base import LENGTH_SCENARIO_PREFIX, LENGTH_TASK_PREFIX
-from evalharness.records.drift import TaskDrift
+from evalharness.records.drift import DistributionDrift, TaskDrift
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import CellResult, RunResult
 
@@ -29,6 +29,7 @@ class BucketFigures:
     decode_tok_s: float | None  # median per-request decode speed after the first token
     speed: SpeedVerdict | None  # output tok/s against the reference's length-<B> (analysis/speed.py)
     acceptance: float | None  # speculative acceptance length (tokens a step) in length-<B>, when the engine says
+    numerics: DistributionDrift | None = None  # the numerics check on the bucket's documents (both KL directions)
 
 
 def buckets_of(run: RunResult) -> list[int]:
@@ -60,6 +61,7 @@ def bucket_figures(run: RunResult, cell_id: str) -> list[BucketFigures]:
     if cell is None:
         return []
     is_reference = cell_id == run.reference
+    drift_numerics = None if is_reference or cell.drift is None else cell.drift.distribution
     out = []
     for bucket in buckets_of(run):
         task = f"{LENGTH_TASK_PREFIX}{bucket}"
@@ -76,7 +78,8 @@ def bucket_figures(run: RunResult, cell_id: str) -> list[BucketFigures]:
             prompt_tokens=(mine.prompt_tokens / mine.completed if mine is not None and mine.prompt_tokens else None),
             ttft_s=mine.ttft_s.p50 if mine is not None else None,
             decode_tok_s=mine.request_decode_tok_s.p50 if mine is not None else None,
-            speed=None if is_reference else scenario_verdict(mine, theirs), acceptance=_acceptance(mine)))
+            speed=None if is_reference else scenario_verdict(mine, theirs), acceptance=_acceptance(mine),
+            numerics=None if drift_numerics is None else drift_numerics.by_bucket.get(bucket)))
     return out
 
 

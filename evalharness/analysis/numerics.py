@@ -38,6 +38,7 @@ import numpy as np
 from scipy.stats import bootstrap
 
 from evalharness.analysis.stats import topk_kl
+from evalharness.matrix.base import LENGTH_SCENARIO_PREFIX
 from evalharness.records.drift import DistributionDrift, KLEstimate
 from evalharness.records.measures import Scored, percentiles
 
@@ -184,9 +185,31 @@ def identical_samples(cell_samples: Sequence[Scored], reference_samples: Sequenc
     return sum(1 for s, r in pairs if s.token_ids == r.token_ids and s.prompt_ids == r.prompt_ids)
 
 
+def bucket_of(context_id: str) -> int | None:
+    """The length bucket a context was sampled for (`length-<B>/<document>`, runner/lengthfiles.py), else None."""
+    head = context_id.split("/", 1)[0]
+    if "/" not in context_id or not head.startswith(LENGTH_SCENARIO_PREFIX):
+        return None
+    number = head[len(LENGTH_SCENARIO_PREFIX):]
+    return int(number) if number.isdigit() else None
+
+
 def compare_distributions(reference_echo: Sequence[Scored], cell_echo: Sequence[Scored],
                           cell_samples: Sequence[Scored] = (), reverse_scored: Sequence[Scored] = (),
                           reference_samples: Sequence[Scored] = ()) -> DistributionDrift:
+    """compare_one over the numerics check's own contexts, and again over each length bucket's documents apart
+    (`by_bucket`), so that the headline figures mean what they meant before the buckets existed."""
+    groups = (reference_echo, cell_echo, cell_samples, reverse_scored, reference_samples)
+    buckets = sorted({b for s in reference_echo if (b := bucket_of(s.id)) is not None})
+    out = compare_one(*([s for s in group if bucket_of(s.id) is None] for group in groups))
+    for bucket in buckets:
+        out.by_bucket[bucket] = compare_one(*([s for s in group if bucket_of(s.id) == bucket] for group in groups))
+    return out
+
+
+def compare_one(reference_echo: Sequence[Scored], cell_echo: Sequence[Scored],
+                cell_samples: Sequence[Scored] = (), reverse_scored: Sequence[Scored] = (),
+                reference_samples: Sequence[Scored] = ()) -> DistributionDrift:
     """Every figure of one cell against the reference: the coarse top-k ones and both unbiased directions.
     `reference_echo`/`cell_echo`: each side's echo of the reference's contexts (distribution.jsonl);
     `cell_samples`: the cell's own samples (own_samples.jsonl); `reverse_scored`: the reference's echo of them;

@@ -31,6 +31,8 @@ class LengthSection(_Strict):
     max_gen_toks: int = Field(8, gt=0, description="the answer's budget (a four-digit code)")
     tasks: bool = Field(True, description="the per-bucket quality tasks (needs a quality section)")
     speed: bool = Field(True, description="the per-bucket speed scenarios")
+    numerics: int = Field(2, ge=0, description="documents of each bucket the numerics check samples from, whole "
+                          "(distribution.max_context_tokens cuts only its own prompts): KL per bucket; 0 for none")
     speed_requests: int = Field(2, gt=0, description="requests of a speed repeat, one at a time")
     speed_output_len: int = Field(32, gt=0, description="tokens each speed request generates (ignore_eos)")
     speed_repeats: Annotated[RepeatRange, BeforeValidator(_fixed_repeats)] = Field(

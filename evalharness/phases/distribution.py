@@ -69,9 +69,10 @@ def tokenize_within(path: LogprobPath, text: str, context: int) -> list[int]:
 
 
 def make_contexts(path: LogprobPath, prompts: list[dict[str, str]], max_tokens: int, context: int,
-                  k: int = TOP_K, longest: int | None = None) -> list[Scored]:
+                  k: int = TOP_K, longest: int | None = None, whole: frozenset[str] = frozenset()) -> list[Scored]:
     """The reference's sampled contexts: each prompt tokenized, trimmed from the front to fit the served `context`
-    with its continuation (and to `longest` tokens when given), continued at temperature 1."""
+    with its continuation (and to `longest` tokens when given, except the prompts whose ids are in `whole`: the
+    length buckets' documents, which are about their length), continued at temperature 1."""
 
     def one(pair: tuple[int, dict[str, str]]) -> Scored:
         i, item = pair
@@ -79,7 +80,7 @@ def make_contexts(path: LogprobPath, prompts: list[dict[str, str]], max_tokens: 
 
         def work() -> Scored:
             ids[:] = fit_context(tokenize_within(path, item["prompt"], context), max_tokens, context)
-            if longest is not None:
+            if longest is not None and item["id"] not in whole:
                 ids[:] = ids[-longest:]
             return path.sample(ids, max_tokens, SEED + i, k)
 
@@ -116,8 +117,11 @@ def _first_error(*groups: list[Scored]) -> str | None:
 def run_phase(base_url: str, model: str, cell_dir: Path, reference_dir: Path, is_reference: bool,
               timeout_s: float, prompts_path: Path | None = None, max_tokens: int = 96, retries: int = 2,
               hung_after: int = 3, path_kind: str = "completions", root_url: str | None = None,
-              max_context_tokens: int | None = None) -> tuple[dict[str, Any], RequestTally]:
-    """The cell's part (see the module docstring). Returns a small summary and the tally of its requests."""
+              max_context_tokens: int | None = None,
+              whole_prompts: list[dict[str, str]] | None = None) -> tuple[dict[str, Any], RequestTally]:
+    """The cell's part (see the module docstring). `whole_prompts` ({id, prompt}): contexts sampled beside the
+    prompts file's and never cut to `max_context_tokens` (the length buckets' documents). Returns a small summary and
+    the tally of its requests."""
     begin = time.monotonic()
     path = open_path(path_kind, base_url, root_url or base_url.rsplit("/v1", 1)[0], model, timeout_s, retries,
                      hung_after)
@@ -129,8 +133,10 @@ def run_phase(base_url: str, model: str, cell_dir: Path, reference_dir: Path, is
             summary["context"] = context or f"{FALLBACK_CONTEXT} (the engine did not say)"
             if max_context_tokens is not None:
                 summary["max_context_tokens"] = max_context_tokens
-            contexts = make_contexts(path, load_prompts(prompts_path or DEFAULT_PROMPTS), max_tokens,
-                                     context or FALLBACK_CONTEXT, longest=max_context_tokens)
+            whole = list(whole_prompts or [])
+            contexts = make_contexts(path, load_prompts(prompts_path or DEFAULT_PROMPTS) + whole, max_tokens,
+                                     context or FALLBACK_CONTEXT, longest=max_context_tokens,
+                                     whole=frozenset(p["id"] for p in whole))
             save_scored(ctx_path, contexts)
         elif not ctx_path.exists():
             return {**summary, "scored": 0, "error": "the reference cell has no contexts (it did not run, failed, "

@@ -87,6 +87,9 @@ class DistributionDrift(BaseModel):
     disjoint_topk: float | None = None  # share of positions whose top-k sets share no token (None: text-keyed records)
     forward: KLEstimate | None = None
     reverse: KLEstimate | None = None
+    by_bucket: dict[int, "DistributionDrift"] = Field(default_factory=dict, description="the length buckets' "
+                                                      "documents' figures, per bucket (issue 39); the figures above "
+                                                      "leave those contexts out")
 
     def unbiased(self) -> list[tuple[str, KLEstimate]]:
         """The directions that have a figure: what the gate and the Pareto kld measure use."""

@@ -10,9 +10,11 @@ from evalharness.analysis.length import BucketFigures, bucket_figures, buckets_o
 from evalharness.records.run import RunResult
 from evalharness.render.drift import interval_text
 from evalharness.render.markdown import markdown_table, md_text
+from evalharness.render.numerics import kl_plain
 
-HEADER = ["cell", "bucket (prompt tokens)", "accuracy", "Δ [interval, confidence]", "verdict", "TTFT p50",
-          "decode tok/s p50", "tok/s vs reference", "spec acceptance"]
+HEADER = ["cell", "bucket (prompt tokens)", "accuracy", "Δ [interval, confidence]", "verdict",
+          "KL(ref‖cell) [90%]", "KL(cell‖ref) [90%]", "TTFT p50", "decode tok/s p50", "tok/s vs reference",
+          "spec acceptance"]
 
 
 def _num(value: float | None, spec: str) -> str:
@@ -27,6 +29,8 @@ def _row(cid: str, f: BucketFigures) -> list[str]:
     return [cid, tokens, accuracy,
             "" if d is None or d.delta is None else interval_text(d.delta, d.ci_low, d.ci_high, d.confidence),
             "" if d is None else (d.outcome or d.reason or "not compared"),
+            "" if f.numerics is None else kl_plain(f.numerics.forward),
+            "" if f.numerics is None else kl_plain(f.numerics.reverse),
             "" if f.ttft_s is None else f"{f.ttft_s * 1000:,.0f} ms", _num(f.decode_tok_s, ".1f"),
             "" if f.speed is None else f.speed.text(), _num(f.acceptance, ".2f")]
 
@@ -57,6 +61,8 @@ def length_table(run: RunResult) -> dict | None:
             "about that many prompt tokens (the count the engine gave in parentheses), each hiding three four-digit "
             "codes in plain narrative and asking for one of them, placed at a stated depth; scored by exact match and "
             "paired per document against the reference by the drift's test (Holm over the run, the gate's margin). "
+            "KL: the numerics check's per-token divergence, both directions, on the bucket's first "
+            f"{length.get('numerics', '?')} documents (whole, not cut to the check's own context limit). "
             "Speed: the same documents one at a time (time to first token and decode speed at the median; tok/s "
             "against the reference's by the speed rule, docs/speed.md).")
     rows = [_row(cid, f) for cid in [run.reference, *(c for c in run.cell_order if c != run.reference)]

@@ -10,11 +10,16 @@ from evalharness.render.markdown import markdown_table, md_text
 
 
 def kl_text(est: KLEstimate | None) -> str:
-    """'0.0123 [0.0101, 0.0150]', or 'unavailable: why'."""
+    """'0.0123 [0.0101, 0.0150]', or 'unavailable: why' (the reason escaped for Markdown)."""
+    return kl_plain(est, lambda reason: md_text(reason, 80))
+
+
+def kl_plain(est: KLEstimate | None, escape=lambda reason: reason[:80]) -> str:
+    """kl_text as plain text (for report.html, which inserts it as text)."""
     if est is None:
         return ""
     if not est.available or est.estimate is None:
-        return "unavailable: " + md_text(est.reason or "", 80)
+        return "unavailable: " + escape(est.reason or "")
     if est.ci_low is None or est.ci_high is None:
         return f"{_num(est.estimate)} (one context: no interval)"
     return f"{_num(est.estimate)} [{_num(est.ci_low)}, {_num(est.ci_high)}]"

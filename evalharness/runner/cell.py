@@ -20,6 +20,7 @@ from evalharness.records.run import CellResult
 from evalharness.runner.cellfolders import mark
 from evalharness.runner.cellphases import judge_requests, probe_phase, quality_phase, throughput_phase
 from evalharness.runner.cellstate import CellRun, CellStopped, read_log
+from evalharness.runner.lengthfiles import numerics_documents
 from evalharness.runner.progress import Progress
 from evalharness.runner.signals import INTERRUPT, Interrupted
 from evalharness.runner.teardown import after_teardown, refuse_if_gpu_held, tear_down
@@ -102,7 +103,8 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
             plan.base_url, plan.served_model_name, state.cell_dir, state.run_dir / "cells" / reference_id,
             state.cell.id == reference_id, matrix.timeouts.request_s, prompts, matrix.distribution.max_tokens,
             retries=matrix.requests.retries, hung_after=matrix.requests.hung_after, path_kind=engine.logprob_path,
-            root_url=plan.root_url, max_context_tokens=matrix.distribution.max_context_tokens)
+            root_url=plan.root_url, max_context_tokens=matrix.distribution.max_context_tokens,
+            whole_prompts=numerics_documents(matrix, state.run_dir))
         if not alive():
             raise ServerDied("the server exited during the numerics check (distribution)")
         judge_requests(matrix, state, "distribution", tally, alive)

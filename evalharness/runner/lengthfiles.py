@@ -4,9 +4,10 @@ phases/longcontext.py only."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from evalharness.matrix.base import LENGTH_TASK_PREFIX
+from evalharness.matrix.base import LENGTH_SCENARIO_PREFIX, LENGTH_TASK_PREFIX
 from evalharness.matrix.schema import Matrix
 from evalharness.phases.longcontext import write_tasks
 
@@ -29,6 +30,20 @@ def ensure_length_files(matrix: Matrix, run_dir: Path, rewrite: bool = False) ->
         return None
     return write_tasks(length_folder(run_dir), section.seed, {b: f"{LENGTH_TASK_PREFIX}{b}" for b in section.buckets},
                        section.documents, section.depths, section.max_gen_toks, matrix.model)
+
+
+def numerics_documents(matrix: Matrix, run_dir: Path) -> list[dict[str, str]]:
+    """The documents the numerics check samples from per bucket ({id, prompt}, ids `length-<B>/<doc>`: the analysis
+    reads the bucket from them), the first `length.numerics` of each."""
+    if not matrix.length.enabled or not matrix.length.numerics:
+        return []
+    out = []
+    for bucket in matrix.length.buckets:
+        path = length_folder(run_dir) / f"{LENGTH_TASK_PREFIX}{bucket}.jsonl"
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        out += [{"id": f"{LENGTH_SCENARIO_PREFIX}{bucket}/{row['id']}", "prompt": row["prompt"]}
+                for row in rows[:matrix.length.numerics]]
+    return out
 
 
 def extra_include_paths(matrix: Matrix, run_dir: Path) -> list[str]:

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from evalharness.analysis.numerics import bucket_of
+from evalharness.records.cellfiles import load_scored
 from evalharness.records.io import load_run
 from tests.integration.conftest import behind_proxy, engine_processes, matrix_yaml, run_harness, served_by
 
@@ -29,19 +31,22 @@ def length_run(engine, shared_engine, tmp_path_factory):
     (folder / "matrix.yaml").write_text(matrix_yaml(engine, cells, command=behind_proxy(engine), extra=(
         "reference: {cell: ref}\n"
         "probes: {run_costly_phases_on_garbage: true}\n"
-        "distribution: {enabled: false}\n"
         "quality: {tasks: [eh_copy], limit: 4, concurrency: 8, full_quality: true}\n"
         # watch_host false: the ref cell's answers come from the session's engine, not the harness's child
         "throughput: {watch_host: false, scenarios: [{name: single, concurrency: 1, input_len: 32, output_len: 8, "
         "requests: 1}]}\n"
         f"length: {{enabled: true, buckets: [{BUCKETS[0]}, {BUCKETS[1]}], documents: {DOCUMENTS}, speed_requests: 1, "
-        "speed_output_len: 24, speed_repeats: 2}\n")))
+        "speed_output_len: 24, speed_repeats: 2, numerics: 1}\n")))
     begin = time.monotonic()
     proc = run_harness("run", "--matrix", str(folder / "matrix.yaml"), "--out", str(folder / "out"), timeout=1500)
     print(f"length run: {time.monotonic() - begin:.0f}s")
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]  # 1: a garbage cell in the run
     assert engine_processes() == []
     return folder / "out"
+
+
+def _context_ids(out) -> list[str]:
+    return [s.id for s in load_scored(out / "cells" / "cell-ref" / "contexts.jsonl")]
 
 
 def test_each_bucket_is_a_task_and_a_scenario_in_every_cell(length_run):
@@ -75,6 +80,14 @@ def test_the_broken_rope_is_worse_on_the_longest_bucket(length_run):
     drift = {t.task: t for t in run.cells["cell-rope"].drift.tasks}[longest]
     print("rope on the longest bucket:", drift.reference, drift.cell, drift.delta, drift.outcome, drift.p_worse_adjusted)
     assert drift.outcome == "worse", drift
+    # the numerics check on each bucket's document, whole: the broken rope's divergence is far from the reference's
+    numerics = run.cells["cell-rope"].drift.distribution
+    assert sorted(numerics.by_bucket) == list(BUCKETS)
+    longest_kl = numerics.by_bucket[BUCKETS[1]].forward
+    assert longest_kl.available and longest_kl.contexts == 1 and longest_kl.estimate > 0.5, longest_kl
+    ids = _context_ids(length_run)
+    assert sorted(b for c in ids if (b := bucket_of(c)) is not None) == list(BUCKETS)  # one document each, whole
+    assert numerics.forward.contexts == sum(1 for c in ids if bucket_of(c) is None)  # the headline leaves them out
     report = (length_run / "report.md").read_text()
     section = report[report.index("## By length"):]
     section = section[:section.index("\n## ", 1)]

@@ -232,3 +232,22 @@ def test_the_buckets_tasks_are_greedy_completions_of_every_document_and_plan_pri
     assert rows["eh_long_65536"].documents == matrix.length.documents == 100
     assert rows["eh_long_65536"].tokens_per_answer == 8 and rows["eh_long_65536"].margin == 0.05
     assert "length.documents" in rows["eh_long_65536"].source
+
+
+def test_the_numerics_check_on_the_buckets_documents_is_reported_per_bucket_and_kept_out_of_the_headline():
+    from evalharness.analysis.numerics import bucket_of, compare_distributions
+    from evalharness.records.measures import Scored
+
+    def scored(cid: str, logprob: float) -> Scored:
+        return Scored(id=cid, token_ids=[1, 2, 3], logprobs=[logprob] * 3, top=[{"1": logprob}] * 3)
+
+    ids = ["p1", "p2", "length-256/b256-000", "length-256/b256-001", "length-1920/b1920-000"]
+    reference = [scored(c, -1.0) for c in ids]
+    # the cell agrees with the reference on the check's own contexts and diverges on the longest bucket's document
+    cell = [scored(c, -3.0 if c.startswith("length-1920") else -1.0) for c in ids]
+    out = compare_distributions(reference, cell)
+    assert [bucket_of(c) for c in ids] == [None, None, 256, 256, 1920] and bucket_of("length-x/1") is None
+    assert out.forward.contexts == 2 and out.forward.estimate == 0.0
+    assert sorted(out.by_bucket) == [256, 1920]
+    assert out.by_bucket[256].forward.contexts == 2 and out.by_bucket[256].forward.estimate == 0.0
+    assert out.by_bucket[1920].forward.estimate == 2.0  # log p_ref - log p_cell per token
