@@ -19,6 +19,7 @@ from scipy.stats import norm
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, cell_outcome, decide, decide_family, margin_for
 from evalharness.analysis.evidence import (  # noqa: F401  (task_evidence re-exported)
     CONFIDENCE, apply_decision, evidence_of, task_evidence)
+from evalharness.analysis.loaddrift import load_drift
 from evalharness.analysis.noeffect import no_effect_pairs
 from evalharness.analysis.sequential import final_alpha
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
@@ -209,6 +210,10 @@ def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> Non
     decide_run(family, gate, weights, alphas)
     for cid, (drift, _) in family.items():
         run.cells[cid].drift = drift
+    try:
+        run.load_drift = load_drift(run, out_dir, gate)
+    except (OSError, ValueError, ResultsError) as exc:
+        run.notes.append(f"quality alone against the operating concurrency could not be compared: {exc}")
     try:
         run.noise = reference_noise(reference, out_dir, gate)
     except (OSError, ValueError, ResultsError) as exc:

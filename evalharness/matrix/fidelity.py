@@ -73,3 +73,9 @@ class BatchingSection(_Strict):
                             "many, so the batch stays full while the prompts are answered)")
     concurrency: int = Field(16, gt=1, description="requests in flight in the batched pass: the deployment's "
                              "operating concurrency")
+    tasks: list[str] = Field(default_factory=list, description="quality tasks answered again one request at a time, "
+                             "on `task_documents` of their documents, and paired per document against the cell's own "
+                             "answers at quality.concurrency (the drift's test and margin: analysis/loaddrift.py)")
+    task_documents: int = Field(60, gt=0, description="documents of each of `tasks` answered one at a time (a "
+                                "seeded subset, the same in every cell): 60 greedy documents that agree certify a "
+                                "margin of 0.1 (40: inconclusive)")

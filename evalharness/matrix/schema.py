@@ -230,6 +230,10 @@ class Matrix(_Strict):
                              "needs; set `tokenizer: local` (the served model's tokenizer.json, read by the harness; "
                              "the default on SGLang), `none` (generation tasks only) or `api: chat`")
         self._add_length()
+        unknown = [t for t in self.batching.tasks if not self.quality or t not in self.quality.tasks]
+        if self.batching.enabled and unknown:
+            raise ValueError(f"batching.tasks: {unknown_name('task', unknown[0], self.quality.tasks if self.quality else [])}"
+                             " (answered again one at a time, they must be quality tasks)")
         self._check_operating_point()
         point = self.report.operating_point
         if self.quality is not None and "concurrency" not in self.quality.model_fields_set and point is not None \

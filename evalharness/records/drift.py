@@ -153,3 +153,14 @@ class TaskNoise(BaseModel):
     seeds_a: list[int] = []
     seeds_b: list[int] = []
     aa: TaskDrift | None = None  # half b against half a
+
+
+class LoadDrift(BaseModel):
+    """One cell's answers to one task at the quality phase's concurrency against the same documents answered one
+    request at a time (batching.tasks, issue 39), paired per document by the drift's test: `drift.reference` is the
+    accuracy alone, `drift.cell` among `concurrency` requests in flight, its outcome against the task's margin, Holm over
+    every such comparison of the run (analysis/loaddrift.py)."""
+
+    cell: str
+    concurrency: int | None = None
+    drift: TaskDrift

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from evalharness.records.drift import CellDrift, TaskNoise
+from evalharness.records.drift import CellDrift, LoadDrift, TaskNoise
 from evalharness.records.measures import (BatchDependence, CrashReason, LogWarning, ProbeSummary, RequestTally,
                                           ScenarioResult, TaskScore)
 
@@ -79,6 +79,8 @@ class CellResult(BaseModel):
                                    "memory_gb, token_capacity, max_running_requests, startup_s, versions")
     probes: ProbeSummary | None = None
     quality: list[TaskScore] = []
+    quality_alone: list[TaskScore] = Field(default_factory=list, description="batching.tasks answered again one "
+                                           "request at a time (issue 39); paired with `quality` by the analysis")
     throughput: list[ScenarioResult] = []
     distribution: dict[str, Any] | None = Field(None, description="the numerics check's summary "
                                                 "(phases/distribution.py)")
@@ -144,6 +146,7 @@ class RunResult(BaseModel):
     notes: list[str] = []
     no_effect: list[NoEffect] = []  # recomputed with the drift (`report` refreshes it)
     noise: list[TaskNoise] = []  # the reference's A/A per task, from its repeats (recomputed with the drift)
+    load_drift: list[LoadDrift] = []  # each cell's quality at its concurrency against alone (recomputed with the drift)
 
     def engine_version(self) -> str | None:
         """The engine's version for the run: as recorded when the first cell finished ok, else as any ok cell reported

@@ -1,37 +1,85 @@
-"""The report's "Batch dependence" section (issue 39): per cell, how many greedy answers changed between alone and
-inside a full batch, beside the reference's own count, and whether the cell is flagged (analysis/batching.py). Pure;
-reads records only."""
+"""The report's "Batch dependence" section (issue 39), for report.md and report.html alike: per cell, how many greedy
+answers changed between alone and inside a full batch, beside the reference's own count, and whether the cell is
+flagged (analysis/batching.py); then each cell's quality among its concurrent requests against the same documents
+answered one at a time (analysis/loaddrift.py). Pure; reads records only."""
 
 from __future__ import annotations
 
 from evalharness.records.run import RunResult
+from evalharness.render.drift import interval_text
 from evalharness.render.markdown import markdown_table, md_text
 
+CHANGED_HEADER = ["cell", "answers changed by batching", "first difference (chars, mean)", "verdict"]
 
-def batching_section(run: RunResult) -> list[str]:
+
+def batching_tables(run: RunResult) -> dict | None:
+    """Both tables as plain text ({changed: {note, header, rows}, load: {...} or None}; rows' first column a cell
+    id), or None when the phase did not run."""
     reference = run.cells.get(run.reference) if run.reference else None
     if reference is None or reference.batching is None:
-        return []
+        return None
     own = reference.batching
-    out = ["## Batch dependence", "",
-           f"The same {len(own.answers)} greedy prompts answered alone (one request at a time) and again among "
-           f"{own.concurrency} requests in flight, {own.max_tokens} tokens each; an answer that differs by a character "
-           "changed. Few engines are batch-invariant, so the reference's own count is the floor: a cell is flagged "
-           "when its share is credibly above it (paired by prompt, alpha of the gate, and at least 2 points more).",
-           ""]
-    rows = [[f"`{run.reference}` (reference)", f"{own.differing()}/{len(own.answered())}", "", ""]]
+    rows = [[run.reference, f"{own.differing()}/{len(own.answered())}", "", ""]]
     for cid in run.cell_order:
         cell = run.cells.get(cid)
         if cell is None or cid == run.reference or cell.batching is None:
             continue
         change = cell.drift.batching if cell.drift else None
         verdict = ("not compared" if change is None else
-                   (f"**flagged** (p {change.p_value:.2g})" if change.flagged else
+                   (f"flagged (p {change.p_value:.2g})" if change.flagged else
                     f"not flagged (p {change.p_value:.2g})" if change.p_value is not None else "not flagged"))
         first = ("" if change is None or change.mean_first_difference is None
                  else f"{change.mean_first_difference:.0f}")
-        rows.append([f"`{md_text(cid)}`", f"{cell.batching.differing()}/{len(cell.batching.answered())}", first,
-                     verdict])
-    out += [markdown_table(["cell", "answers changed by batching", "first difference (chars, mean)", "verdict"],
-                           rows), ""]
+        rows.append([cid, f"{cell.batching.differing()}/{len(cell.batching.answered())}", first, verdict])
+    changed = {"note": f"The same {len(own.answers)} greedy prompts answered alone (one request at a time) and again "
+                       f"among {own.concurrency} requests in flight, {own.max_tokens} tokens each; an answer that "
+                       "differs by a character changed. Few engines are batch-invariant, so the reference's own count "
+                       "is the floor: a cell is flagged when its share is credibly above it (paired by prompt, alpha "
+                       "of the gate, and at least 2 points more).",
+               "header": CHANGED_HEADER, "rows": rows}
+    return {"changed": changed, "load": _load_table(run)}
+
+
+def _load_table(run: RunResult) -> dict | None:
+    if not run.load_drift:
+        return None
+    concurrency = run.load_drift[0].concurrency or "?"
+    rows = []
+    for entry in run.load_drift:
+        d = entry.drift
+        rows.append([entry.cell, d.task, str(d.paired), _num(d.reference), _num(d.cell),
+                     interval_text(d.delta, d.ci_low, d.ci_high, d.confidence) if d.delta is not None else "",
+                     d.outcome or d.reason or "not compared"])
+    return {"note": "Quality among concurrent requests against the same documents answered one request at a time: each "
+                    f"cell's own answers at concurrency {concurrency} (the quality phase's) paired per document with "
+                    "its answers alone, by the drift's test against the task's margin, Holm over these comparisons. "
+                    "Worse means accuracy lost to batching itself, which a comparison with a reference served the same "
+                    "way cannot see.",
+            "header": ["cell", "task", "paired", "alone", f"at concurrency {concurrency}", "Δ [interval, confidence]",
+                       "verdict"], "rows": rows}
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def _cell(run: RunResult, cid: str) -> str:
+    return f"`{md_text(cid)}`" + (" (reference)" if cid == run.reference else "")
+
+
+def _bold(text: str) -> str:
+    """A verdict that calls the cell out, its first word bold: '**flagged** (p 0.02)'."""
+    word, _, rest = text.partition(" ")
+    return f"**{md_text(word)}**" + (f" {md_text(rest)}" if rest else "") if word in ("flagged", "worse")         else md_text(text)
+
+
+def batching_section(run: RunResult) -> list[str]:
+    tables = batching_tables(run)
+    if tables is None:
+        return []
+    out = ["## Batch dependence", ""]
+    for table in (tables["changed"], tables["load"]):
+        if table is not None:
+            rows = [[_cell(run, row[0]), *(md_text(c) for c in row[1:-1]), _bold(row[-1])] for row in table["rows"]]
+            out += [table["note"], "", markdown_table(table["header"], rows), ""]
     return out

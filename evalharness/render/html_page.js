@@ -287,15 +287,26 @@
 
   // --- by length (issue 39): plain text from render/length.py, inserted as text ---------------------------------
 
+  function plainTable(table, cls, data) {
+    return [el("p", {class: "note"}, table.note),
+      el("div", {class: "scroll"}, el("table", {class: cls},
+        el("thead", {}, el("tr", {}, table.header.map((h) => el("th", {}, h)))),
+        el("tbody", {}, table.rows.map((row) => el("tr", {"data-cell": row[0]}, row.map((cellText, i) =>
+          el("td", {class: /^(worse|flagged)/.test(cellText) ? "worse" : null},
+            i === 0 && cellText === data.reference ? `${cellText} (reference)` : cellText)))))))];
+  }
+
+  function batchingSection(data) {
+    const tables = data.batching;
+    if (!tables) return null;
+    return section("batching", "Batch dependence", plainTable(tables.changed, "batching-table", data),
+      tables.load ? plainTable(tables.load, "load-table", data) : null);
+  }
+
   function lengthSection(data) {
     const table = data.length;
     if (!table || !table.rows.length) return null;
-    return section("length", "By length", el("p", {class: "note"}, table.note),
-      el("div", {class: "scroll"}, el("table", {class: "length-table"},
-        el("thead", {}, el("tr", {}, table.header.map((h) => el("th", {}, h)))),
-        el("tbody", {}, table.rows.map((row) => el("tr", {"data-cell": row[0]}, row.map((cellText, i) =>
-          el("td", {class: cellText === "worse" ? "worse" : null},
-            i === 0 && cellText === data.reference ? `${cellText} (reference)` : cellText))))))),
+    return section("length", "By length", plainTable(table, "length-table", data),
       table.holds.length ? el("p", {}, table.holds_note) : null,
       table.holds.length ? el("ul", {class: "length-holds"}, table.holds.map(([cid, said]) =>
         el("li", {}, el("strong", {}, cid), ": ", said))) : null);
@@ -366,7 +377,7 @@
       el("h1", {}, data.title), el("p", {class: "summary"}, data.summary),
       el("section", {id: "recommendation"}, el("p", {class: "recommendation"}, data.recommendation || "No recommendation: the run has no finished reference and other cell."),
         data.launch ? el("details", {}, el("summary", {}, "its launch command"), el("pre", {}, data.launch)) : null),
-      chartSection(data, select), curvesSection(data), tableSection(data, select), callsSection(data), lengthSection(data), documentsSection(data), probesSection(data), settingsSection(data),
+      chartSection(data, select), curvesSection(data), tableSection(data, select), callsSection(data), batchingSection(data), lengthSection(data), documentsSection(data), probesSection(data), settingsSection(data),
       data.notes.length ? section("notes", "Notes", el("ul", {}, data.notes.map((n) => el("li", {}, n)))) : null);
     document.body.setAttribute("data-ready", String(Math.round(performance.now() - started)));
   }

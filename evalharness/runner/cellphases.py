@@ -258,18 +258,32 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
         return settled
 
     ensure_length_files(matrix, state.run_dir)  # a Ray node's run folder may lack them
+    common = dict(include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
+                  extra_include_paths=extra_include_paths(matrix, state.run_dir),
+                  include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer,
+                  request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
+                  retries=quality.retries, seed=quality.seed)
+
+    def data_of(task: str) -> dict:
+        return {"data": quality.data[task].model_dump() if task in quality.data else None}
+
     run_quality(
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
-        include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
-        extra_include_paths=extra_include_paths(matrix, state.run_dir),
-        include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer, concurrency=quality.concurrency,
-        limit=quality.limit, request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
-        retries=quality.retries, done=state.quality,
-        per_task=lambda task: {**quality.settings_for(task),
-                               "data": quality.data[task].model_dump() if task in quality.data else None,
+        **common, concurrency=quality.concurrency, limit=quality.limit, done=state.quality,
+        per_task=lambda task: {**quality.settings_for(task), **data_of(task),
                                **({"fraction": quality.screen_documents} if task in by_documents else {})},
-        repeats=lambda task: planned[task], seed=quality.seed, at_look=None if against is None else at_look,
+        repeats=lambda task: planned[task], at_look=None if against is None else at_look,
     )
+    batching = matrix.batching
+    if batching.enabled and batching.tasks and alive():
+        # the same documents one request at a time, repeat 0's seed (issue 39): paired with the answers above by
+        # analysis/loaddrift.py; a seeded subset of each task, the same in every cell
+        state.enter("quality-alone", progress)
+        run_quality(
+            batching.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir / "alone",
+            state.run_dir, alive, **common, concurrency=1, limit=batching.task_documents, done=state.quality_alone,
+            per_task=lambda task: {**quality.settings_for(task), **data_of(task), "limit": batching.task_documents},
+            repeats=lambda task: 1)
     for score in state.quality:
         score.looks = looks[score.task]
         if state.screened and not score.stopped:

@@ -1,7 +1,8 @@
 """Batch dependence on the real embedded engine (issue 39, phases/batching.py): a run of two cells on the session's
 shared engine (engine external: both only read from it), the same configuration twice, with the phase on: each cell's
 greedy answers alone and among 8 requests in flight are recorded, the reference's own rate is reported, and the engine
-against itself is not flagged. (What a cell that changes more looks like is tests/unit/test_batching.py's, from
+against itself is not flagged; a quality task's documents answered one at a time are paired with the same documents
+among 8 in flight, and nothing is lost to batching. (What a cell that changes more looks like is tests/unit/test_batching.py's, from
 answers recorded on this engine in bfloat16: 8 of 16 changed where float32 changed none.)"""
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ def test_the_phase_runs_in_each_cell_and_the_engine_against_itself_is_not_flagge
         "name": "batching", "engine": "external", "base_url": f"{shared_engine.root_url}/v1", "model": SERVED_NAME,
         "axes": {"cell": {"ref": None, "again": None}}, "reference": {"cell": "ref"},
         "probes": {"enabled": False}, "distribution": {"enabled": False},
-        "batching": {"enabled": True, "count": COUNT, "max_tokens": 32, "concurrency": 8},
+        "batching": {"enabled": True, "count": COUNT, "max_tokens": 32, "concurrency": 8,
+                     "tasks": ["eh_capitals"], "task_documents": 20},
+        # the task at 8 requests in flight, all 60 documents; 20 of them again one at a time
+        "quality": {"tasks": ["eh_capitals"], "concurrency": 8, "full_quality": True},
     }
     (tmp_path / "matrix.yaml").write_text(json.dumps(matrix))  # JSON is YAML
     begin = time.monotonic()
@@ -42,3 +46,12 @@ def test_the_phase_runs_in_each_cell_and_the_engine_against_itself_is_not_flagge
     assert change is not None and change.prompts == COUNT and not change.flagged, change
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Batch dependence" in report and f"| `cell-ref` (reference) | {run.cells['cell-ref'].batching.differing()}/{COUNT}" in report
+    # quality among 8 requests in flight against the same documents alone, in both cells: the float32 engine answers
+    # them alike (what a cell that loses answers looks like is tests/unit/test_batching.py's)
+    assert {e.cell for e in run.load_drift} == {"cell-ref", "cell-again"}
+    for entry in run.load_drift:
+        alone = next(t for t in run.cells[entry.cell].quality_alone if t.task == "eh_capitals")
+        assert alone.error is None and alone.n == 20, alone
+        print(f"{entry.cell}: alone {entry.drift.reference}, at 8 {entry.drift.cell}, {entry.drift.outcome}")
+        assert entry.drift.paired == 20 and entry.drift.outcome != "worse", entry.drift
+    assert "at concurrency 8" in report

@@ -16,6 +16,7 @@ from evalharness.records.drift import CellDrift
 from evalharness.records.measures import BatchAnswer, BatchDependence
 from evalharness.records.run import CellResult, RunMeta, RunResult
 from evalharness.render.batching import batching_section
+from tests.headless import browser  # noqa: F401  (a fixture)
 
 # recorded on vLLM 0.32.0's CPU build (2026-12-04): float32 answered every prompt alike alone and batched; bfloat16
 # changed 8 of 16, the first difference 75 to 318 characters in. The texts here stand for such answers.
@@ -109,3 +110,48 @@ def test_the_phase_is_off_unless_enabled_and_its_prompts_are_checked(tmp_path):
     short.write_text('{"id": "a"}\n')
     with pytest.raises(BatchPromptsError, match="line 1: expected"):
         load_prompts(short, 1)
+
+
+def test_quality_among_concurrent_requests_is_paired_with_the_same_documents_alone(tmp_path):
+    """A cell that loses answers among its concurrent requests (a batched-prefill defect) is worse than itself
+    alone; one that answers alike is equivalent; the reference is compared too; the section shows both."""
+    from evalharness.analysis.drift import refresh_drift
+    from tests.unit.test_equivalence import _run_with, _scores
+
+    right = [1.0] * 60
+    broken = [1.0 if i % 3 else 0.0 for i in range(60)]  # a third of the documents lost when batched
+    run = _run_with(tmp_path, {"ref": _scores(tmp_path, "ref", {"eh_capitals": right}),
+                               "fine": _scores(tmp_path, "fine", {"eh_capitals": right}),
+                               "defect": _scores(tmp_path, "defect", {"eh_capitals": broken})},
+                    gate={"margin": 0.1})
+    run.meta.matrix["quality"] = {"concurrency": 16}
+    for cid in ("ref", "fine", "defect"):
+        alone = _scores(tmp_path / "cells" / cid / "alone", "x", {"eh_capitals": right})
+        for score in alone:  # the alone run's files, relative to the run folder as the runner keeps them
+            score.samples = f"cells/{cid}/alone/{score.samples}"
+        run.cells[cid].quality_alone = alone
+    refresh_drift(run, tmp_path)
+    by_cell = {entry.cell: entry for entry in run.load_drift}
+    assert set(by_cell) == {"ref", "fine", "defect"} and all(e.concurrency == 16 for e in by_cell.values())
+    assert by_cell["defect"].drift.paired == 60 and by_cell["defect"].drift.outcome == "worse"
+    assert by_cell["defect"].drift.reference == 1.0 and by_cell["defect"].drift.delta < -0.2
+    assert by_cell["fine"].drift.outcome == "equivalent" and by_cell["ref"].drift.outcome == "equivalent"
+    run.cells["ref"].batching = _side(set())
+    text = "\n".join(batching_section(run))
+    rows = [line for line in text.splitlines() if line.startswith("| `") and "eh\\_capitals" in line]
+    assert len(rows) == 3 and "**worse**" in next(r for r in rows if r.startswith("| `defect`"))
+    assert "| `ref` (reference) |" in rows[0] and "at concurrency 16" in text
+
+
+def test_report_html_shows_both_batching_tables_as_text(browser, tmp_path):
+    from evalharness.render.html import render_html
+    from tests.headless import open_page
+
+    run = _run({"ref": _side({3}), "bf16": _side(set(range(8))), "f32b": _side({3})})
+    page = tmp_path / "report.html"
+    page.write_text(render_html(run, tmp_path), encoding="utf-8")
+    open_page(browser, page)
+    rows = browser.find_elements("css selector", "#batching table.batching-table tbody tr")
+    assert [r.find_elements("css selector", "td")[0].text for r in rows] == ["ref (reference)", "bf16", "f32b"]
+    assert rows[1].find_elements("css selector", "td.worse")[0].text.startswith("flagged")
+    assert not browser.find_elements("css selector", "#batching table.load-table")  # no task answered alone
