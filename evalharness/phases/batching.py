@@ -62,6 +62,15 @@ def first_difference(a: str, b: str) -> int | None:
     return min(len(a), len(b))
 
 
+def answer_text(message: Any) -> str:
+    """What is compared between the two passes: the reasoning a reasoning parser split off (a thinking model's
+    budget is often all thinking, and its answer then empty on both sides), then the answer."""
+    extra = getattr(message, "model_extra", None) or {}
+    reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
+    content = getattr(message, "content", None) or ""
+    return f"{reasoning}\n</think>\n{content}" if reasoning else content
+
+
 def run_phase(base_url: str, model: str, prompts_path: Path | None, count: int, max_tokens: int, concurrency: int,
               timeout_s: float, retries: int = 2, hung_after: int = 3) -> tuple[BatchDependence, RequestTally]:
     """Both passes; a prompt whose request fails after retries keeps its error and is left out of the rate."""
@@ -76,7 +85,7 @@ def run_phase(base_url: str, model: str, prompts_path: Path | None, count: int, 
         def ask(messages: list[dict[str, Any]], tokens: int, key: tuple[str, str] | None = None) -> str | None:
             try:
                 reply = api.chat(model=model, messages=messages, max_tokens=tokens, temperature=0.0, seed=0)
-                return (reply.choices[0].message.content or "") if reply.choices else ""
+                return answer_text(reply.choices[0].message) if reply.choices else ""
             except RequestFailed as exc:
                 if key is not None:
                     with lock:

@@ -155,3 +155,14 @@ def test_report_html_shows_both_batching_tables_as_text(browser, tmp_path):
     assert [r.find_elements("css selector", "td")[0].text for r in rows] == ["ref (reference)", "bf16", "f32b"]
     assert rows[1].find_elements("css selector", "td.worse")[0].text.startswith("flagged")
     assert not browser.find_elements("css selector", "#batching table.load-table")  # no task answered alone
+
+
+def test_a_thinking_models_reasoning_is_compared_with_its_answer():
+    from types import SimpleNamespace
+
+    from evalharness.phases.batching import answer_text
+
+    assert answer_text(SimpleNamespace(content="Paris", model_extra={})) == "Paris"
+    thinking = SimpleNamespace(content=None, model_extra={"reasoning_content": "Let me think"})
+    other = SimpleNamespace(content=None, model_extra={"reasoning_content": "Let me see"})
+    assert answer_text(thinking) != answer_text(other) and answer_text(thinking).startswith("Let me think")
