@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.stats import norm
 
-from evalharness.analysis.equivalence import DEFAULT_ALPHA, cell_outcome, decide, decide_family, margin_for
+from evalharness.analysis.equivalence import DEFAULT_ALPHA, cell_outcome, decide, decide_family, judged, margin_for
 from evalharness.analysis.evidence import (  # noqa: F401  (task_evidence re-exported)
     CONFIDENCE, apply_decision, evidence_of, task_evidence)
 from evalharness.analysis.loaddrift import load_drift
@@ -53,7 +53,7 @@ def pooled(drift: CellDrift, evidence: Mapping[str, PairedEvidence], weights: Ma
 def finish_cell(drift: CellDrift, evidence: Mapping[str, PairedEvidence], weights: Mapping[str, float] | None) -> None:
     """Pooled figure, flips, the cell's outcome and its worst upper bound, once its tasks are decided."""
     pooled(drift, evidence, weights)
-    decided = [t for t in drift.tasks if t.outcome is not None]
+    decided = judged(drift.tasks)
     drift.right_to_wrong = sum(t.right_to_wrong for t in drift.tasks)
     drift.wrong_to_right = sum(t.wrong_to_right for t in drift.tasks)
     drift.outcome = cell_outcome(t.outcome for t in decided)  # type: ignore[misc]

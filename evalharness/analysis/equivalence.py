@@ -23,6 +23,8 @@ from typing import Iterable, Literal, Mapping
 from scipy.stats import norm
 
 from evalharness.analysis.stats import PairedEvidence, holm
+from evalharness.matrix.base import LENGTH_TASK_PREFIX
+from evalharness.records.drift import TaskDrift
 
 Outcome = Literal["equivalent", "worse", "inconclusive"]
 GateOutcome = Literal["pass", "fail", "inconclusive"]
@@ -116,6 +118,17 @@ def decide_family(evidence: Mapping[tuple[str, str], tuple[PairedEvidence, float
     adjusted = holm(raw)
     return {k: decide(evidence[k][0], evidence[k][1], (alphas or {}).get(k, alpha), p, len(keys))
             for k, p in zip(keys, adjusted)}
+
+
+def envelope_task(task: str) -> bool:
+    """A length bucket's long-context task (issue 39): it describes where a cell's verdicts hold (the report's "By
+    length", the recommendation's envelope) and counts in a cell's verdict only where it is worse."""
+    return task.startswith(LENGTH_TASK_PREFIX)
+
+
+def judged(tasks: Iterable[TaskDrift]) -> list[TaskDrift]:
+    """The decided tasks a cell's own verdict rests on: every task but a length bucket's that is not worse."""
+    return [t for t in tasks if t.outcome is not None and (not envelope_task(t.task) or t.outcome == "worse")]
 
 
 def cell_outcome(outcomes: Iterable[Outcome]) -> Outcome | None:

@@ -105,10 +105,12 @@ def envelope_text(run: RunResult, cell_id: str, concurrency: int | None) -> str 
     last = figures[-1].bucket
     if longest is None:
         first = figures[0]
-        said = first.drift.outcome if first.drift is not None and first.drift.outcome else "not compared"
-        return f"the long-context task is {said} already at {first.bucket:,} prompt tokens{load}"
+        if first.drift is None:
+            return None  # the cell never answered the buckets (it crashed, or stopped at its probes)
+        said = first.drift.outcome or "not compared"
+        return f"by length: not shown equivalent at any length measured ({said} at {first.bucket:,} prompt tokens{load})"
     if longest == last:
-        return f"equivalent up to {last:,} prompt tokens{load}; not measured beyond"
+        return f"by length: equivalent up to {last:,} prompt tokens{load}; not measured beyond"
     after = next(f for f in figures if f.bucket > longest)
     said = after.drift.outcome if after.drift is not None and after.drift.outcome else "not compared"
-    return f"equivalent up to {longest:,} prompt tokens{load}, {said} at {after.bucket:,}"
+    return f"by length: equivalent up to {longest:,} prompt tokens{load}, {said} at {after.bucket:,}"

@@ -44,6 +44,9 @@ from evalharness.records.measures import Scored, percentiles
 
 CONFIDENCE = 0.9  # two-sided, as every other interval of the report
 RESAMPLES = 2000
+# fewer contexts than this get the estimate without an interval: a bootstrap over 2-4 clusters has only a handful of
+# distinct resamples, and its "90%" would say more than the data (the length buckets' few documents, issue 39)
+MIN_CONTEXTS = 5
 
 
 def kl_estimate(per_context: Sequence[Sequence[float]], confidence: float = CONFIDENCE,
@@ -63,8 +66,8 @@ def kl_estimate(per_context: Sequence[Sequence[float]], confidence: float = CONF
     estimate = float(sums.sum() / counts.sum()) - floor_mean
     out = KLEstimate(available=True, estimate=estimate + 0.0, confidence=confidence, positions=int(counts.sum()),
                      contexts=len(pairs), floor=floor_mean if floor is not None else None)
-    if len(pairs) < 2:
-        return out  # one context: no interval over contexts
+    if len(pairs) < MIN_CONTEXTS:
+        return out  # too few contexts for an interval over them
     if np.ptp(sums / counts - (floor_sums / floor_counts if floor is not None else 0.0)) == 0:
         out.ci_low = out.ci_high = estimate  # every context the same (identical engines): no spread to resample
         return out

@@ -19,7 +19,7 @@ import math
 
 from pydantic import BaseModel
 
-from evalharness.analysis.equivalence import DEFAULT_ALPHA
+from evalharness.analysis.equivalence import DEFAULT_ALPHA, envelope_task
 from evalharness.analysis.pareto import pareto, vs_reference
 from evalharness.analysis.stats import holm
 from evalharness.records.drift import CellDrift
@@ -59,11 +59,15 @@ class Recommendation(BaseModel):
 
 def equivalence_p(drift: CellDrift | None, alpha: float) -> float:
     """A cell's p-value for "equivalent on every task": the largest over its tasks of TOST's p-value scaled by
-    alpha / the level the task was tested at (1.0 where a task was not compared or no p is recorded)."""
+    alpha / the level the task was tested at (1.0 where a task was not compared or no p is recorded). A length
+    bucket's task (an envelope: the recommendation states over which lengths it holds) counts only where it is worse,
+    which rules the cell out."""
     if drift is None or not drift.tasks:
         return 1.0
+    if any(envelope_task(t.task) and t.outcome == "worse" for t in drift.tasks):
+        return 1.0
     worst = 0.0
-    for t in drift.tasks:
+    for t in (t for t in drift.tasks if not envelope_task(t.task)):
         if not t.comparable or t.p_equivalent is None:
             return 1.0
         level = t.level or alpha
@@ -86,7 +90,7 @@ def _settle(run: RunResult, cid: str) -> list[Settle]:
     reference_seconds = {t.task: t.seconds for t in (reference.quality if reference else [])}
     out = []
     for t in cell.drift.tasks if cell.drift else []:
-        if t.outcome != "inconclusive":
+        if t.outcome != "inconclusive" or envelope_task(t.task):  # a length bucket does not hold the choice up
             continue
         # the factor is on both sides' samples (analysis/equivalence.py): the reference's answers are counted too
         samples = t.paired if t.method == "score" else t.paired * (t.repeats[0] + t.repeats[1])

@@ -66,7 +66,8 @@ def length_table(run: RunResult) -> dict | None:
             "Speed: the same documents one at a time (time to first token and decode speed at the median; tok/s "
             "against the reference's by the speed rule, docs/speed.md).")
     rows = [_row(cid, f) for cid in [run.reference, *(c for c in run.cell_order if c != run.reference)]
-            for f in bucket_figures(run, cid)]
+            for f in bucket_figures(run, cid)
+            if f.accuracy is not None or f.ttft_s is not None]  # a cell that never reached the buckets: no row
     concurrency = quality.get("concurrency")
     holds = []
     for cid in run.cell_order:

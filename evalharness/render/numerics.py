@@ -21,7 +21,8 @@ def kl_plain(est: KLEstimate | None, escape=lambda reason: reason[:80]) -> str:
     if not est.available or est.estimate is None:
         return "unavailable: " + escape(est.reason or "")
     if est.ci_low is None or est.ci_high is None:
-        return f"{_num(est.estimate)} (one context: no interval)"
+        return (f"{_num(est.estimate)} ({est.contexts} context{'s' if est.contexts != 1 else ''}: too few for an "
+                "interval)")
     return f"{_num(est.estimate)} [{_num(est.ci_low)}, {_num(est.ci_high)}]"
 
 

@@ -37,6 +37,7 @@ def numerics_documents(matrix: Matrix, run_dir: Path) -> list[dict[str, str]]:
     reads the bucket from them), the first `length.numerics` of each."""
     if not matrix.length.enabled or not matrix.length.numerics:
         return []
+    ensure_length_files(matrix, run_dir)  # a Ray node's run folder may lack them
     out = []
     for bucket in matrix.length.buckets:
         path = length_folder(run_dir) / f"{LENGTH_TASK_PREFIX}{bucket}.jsonl"

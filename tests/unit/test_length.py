@@ -174,8 +174,8 @@ def test_the_figures_and_the_envelope_come_from_the_records():
     assert ngram[0].speed.faster and not ngram[1].speed.faster  # 2x at 256, the same speed near the context's end
     assert ngram[0].prompt_tokens == 250 and ngram[1].ttft_s == 2.0
     assert equivalent_up_to(ngram) == 1920 and equivalent_up_to(bucket_figures(run, "rope")) == 256
-    assert envelope_text(run, "ngram", 16) == "equivalent up to 1,920 prompt tokens at concurrency 16; not measured beyond"
-    assert envelope_text(run, "rope", 16) == "equivalent up to 256 prompt tokens at concurrency 16, worse at 1,920"
+    assert envelope_text(run, "ngram", 16) == "by length: equivalent up to 1,920 prompt tokens at concurrency 16; not measured beyond"
+    assert envelope_text(run, "rope", 16) == "by length: equivalent up to 256 prompt tokens at concurrency 16, worse at 1,920"
     assert stops_paying(ngram).startswith("faster up to 256 prompt tokens; at 1,920 prompt tokens 1.01x [1.00–1.02] equal")
     assert stops_paying(bucket_figures(run, "rope")) is None  # no speculation: nothing to say
 
@@ -187,7 +187,7 @@ def test_the_report_section_has_a_row_per_cell_and_bucket():
     assert len(rows) == 6 and rows[0].startswith("| `ref` (reference) | 256 (250)")
     rope_long = next(r for r in rows if r.startswith("| `rope`") and "| 1,920" in r)
     assert "| worse |" in rope_long and "-0.600" in rope_long
-    assert "`ngram`: equivalent up to 1,920 prompt tokens at concurrency 16; not measured beyond; faster up to 256 prompt tokens; at 1,920" \
+    assert "`ngram`: by length: equivalent up to 1,920 prompt tokens at concurrency 16; not measured beyond; faster up to 256 prompt tokens; at 1,920" \
         in text
     plain = _run()
     for cell in plain.cells.values():
@@ -251,3 +251,30 @@ def test_the_numerics_check_on_the_buckets_documents_is_reported_per_bucket_and_
     assert sorted(out.by_bucket) == [256, 1920]
     assert out.by_bucket[256].forward.contexts == 2 and out.by_bucket[256].forward.estimate == 0.0
     assert out.by_bucket[1920].forward.estimate == 2.0  # log p_ref - log p_cell per token
+
+
+def test_a_length_bucket_states_the_recommendations_envelope_and_rules_out_only_a_worse_cell(tmp_path):
+    """The recommendation rests on the matrix's own tasks; a bucket too small to be settled leaves it standing with
+    its envelope said, and a cell worse on a bucket is never recommended."""
+    from evalharness.analysis.drift import refresh_drift
+    from evalharness.analysis.recommend import recommend
+    from evalharness.render.report import render_markdown
+    from tests.unit.test_equivalence import _run_with, _scores
+
+    same = [1.0] * 150 + [0.0] * 50
+    few = [1.0] * 10 + [0.0] * 2  # 12 documents: never equivalent within 0.05
+    lost = [0.0] * 12
+    cells = {"ref": _scores(tmp_path, "ref", {"t": same, "eh_long_1920": few}),
+             "fast": _scores(tmp_path, "fast", {"t": same, "eh_long_1920": few}),
+             "faster": _scores(tmp_path, "faster", {"t": same, "eh_long_1920": lost})}
+    run = _run_with(tmp_path, cells, gate={"margin": 0.05}, tok_s={"ref": 10.0, "fast": 20.0, "faster": 40.0})
+    run.meta.matrix["quality"] = {"concurrency": 16}
+    refresh_drift(run, tmp_path)
+    long_fast = next(t for t in run.cells["fast"].drift.tasks if t.task == "eh_long_1920")
+    assert long_fast.outcome == "inconclusive" and run.cells["fast"].drift.outcome == "equivalent"
+    assert run.cells["faster"].drift.outcome == "worse"  # lost every long document: worse, and so the cell
+    rec = recommend(run)
+    assert rec.cell == "fast"
+    line = render_markdown(run).split("\n## ")[0]
+    assert "by length: not shown equivalent at any length measured (inconclusive at 1,920 prompt tokens at " \
+           "concurrency 16)" in line

@@ -260,7 +260,7 @@ def test_the_reverse_pass_scores_each_ready_cells_samples_once_and_the_report_gi
 
     run = _run(tmp_path, {"ref": [1, 0, 1], "a": [1, 0, 1], "bad": [0, 0, 0], "gone": [1, 1, 1]})
     run.cells["bad"].status, run.cells["gone"].status = "garbage", "crashed"
-    ctx = [_scored(f"c{i}", [5 + i, 6], [-0.5, -1.0], prompt_ids=[1], seed=i) for i in range(3)]
+    ctx = [_scored(f"c{i}", [5 + i, 6], [-0.5, -1.0], prompt_ids=[1], seed=i) for i in range(5)]  # five: fewer get no interval
     for cid in run.cells:
         folder = tmp_path / "cells" / cid
         save_scored(folder / "distribution.jsonl", [_scored(c.id, c.token_ids, c.logprobs) for c in ctx])
@@ -276,11 +276,11 @@ def test_the_reverse_pass_scores_each_ready_cells_samples_once_and_the_report_gi
     assert cells_to_score(run, tmp_path) == []  # a finished pass does nothing on resume
     refresh_drift(run, tmp_path)
     bad = run.cells["bad"].drift.distribution
-    assert bad.forward.estimate == 0 and bad.reverse.estimate == pytest.approx(2.1)
-    assert bad.reverse.own_samples_identical == 3 and bad.reverse.ci_low < 2.1 < bad.reverse.ci_high
+    assert bad.forward.estimate == 0 and bad.reverse.estimate == pytest.approx(2.2)
+    assert bad.reverse.own_samples_identical == 5 and bad.reverse.ci_low < 2.2 < bad.reverse.ci_high
     from evalharness.render.numerics import numerics_section
     section = "\n".join(numerics_section(run))
-    assert "| `bad` (garbage) | 0.0000 [0.0000, 0.0000] | 2.1000 [" in section and "0/3 differ" in section
+    assert "| `bad` (garbage) | 0.0000 [0.0000, 0.0000] | 2.2000 [" in section and "0/5 differ" in section
     assert "task-like prompts, some long)" in section
     run.cells["ref"].distribution = {"max_context_tokens": 256}  # the matrix capped the contexts: the report says so
     assert "any longer than 256 tokens cut to its last 256: distribution.max_context_tokens" in "\n".join(numerics_section(run))
