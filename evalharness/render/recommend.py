@@ -58,7 +58,7 @@ def _point(rec, mark=_Markdown) -> str:
 def _envelope(run: RunResult, cell: str, mark=_Markdown) -> str:
     """Over which lengths and load the equivalence was measured (analysis/length.py), when the run has buckets."""
     said = envelope_text(run, cell, (run.meta.matrix.get("quality") or {}).get("concurrency"))
-    return f" ({mark.text(said)})" if said else ""
+    return mark.text(said) if said else ""
 
 
 def launch_command(argv: list[str], env: dict[str, str]) -> str:
@@ -75,10 +75,11 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
         return []
     rec = recommend(run)
     if rec.cell is not None:
-        upper = f" (largest drop ≤ {rec.drop_upper:.3f})" if rec.drop_upper is not None else ""
+        said = [f"largest drop ≤ {rec.drop_upper:.3f}" if rec.drop_upper is not None else "",
+                _envelope(run, rec.cell, mark)]
+        held = f" ({'; '.join(p for p in said if p)})" if any(said) else ""
         out = [f"{_point(rec, mark)}{mark.bold('Recommendation: ' + mark.code(rec.cell))}, {_speed(rec, mark)}, "
-               "equivalent to the "
-               f"reference on every task within its margin{upper}{_envelope(run, rec.cell, mark)}; {_controlled(rec)}."]
+               f"equivalent to the reference on every task within its margin{held}; {_controlled(rec)}."]
         if with_command:
             out += ["", "Its launch as this run made it (the port was the run's own):", "",
                     code_block(launch_command(rec.argv, rec.env))]
