@@ -47,7 +47,8 @@ def _load_table(run: RunResult) -> dict | None:
     rows = []
     for entry in run.load_drift:
         d = entry.drift
-        rows.append([entry.cell, d.task, str(d.paired), _num(d.reference), _num(d.cell),
+        flips = f"{d.right_to_wrong}/{d.wrong_to_right}" if d.method == "score" else ""
+        rows.append([entry.cell, d.task, str(d.paired), flips, _num(d.reference), _num(d.cell),
                      interval_text(d.delta, d.ci_low, d.ci_high, d.confidence) if d.delta is not None else "",
                      d.outcome or d.reason or "not compared"])
     return {"note": "Quality among concurrent requests against the same documents answered one request at a time: each "
@@ -55,8 +56,8 @@ def _load_table(run: RunResult) -> dict | None:
                     "its answers alone, by the drift's test against the task's margin, Holm over these comparisons. "
                     "Worse means accuracy lost to batching itself, which a comparison with a reference served the same "
                     "way cannot see.",
-            "header": ["cell", "task", "paired", "alone", f"at concurrency {concurrency}", "Δ [interval, confidence]",
-                       "verdict"], "rows": rows}
+            "header": ["cell", "task", "paired", "flips (right→wrong / wrong→right)", "alone",
+                       f"at concurrency {concurrency}", "Δ [interval, confidence]", "verdict"], "rows": rows}
 
 
 def _num(value: float | None) -> str:

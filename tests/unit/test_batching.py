@@ -141,6 +141,7 @@ def test_quality_among_concurrent_requests_is_paired_with_the_same_documents_alo
     rows = [line for line in text.splitlines() if line.startswith("| `") and "eh\\_capitals" in line]
     assert len(rows) == 3 and "**worse**" in next(r for r in rows if r.startswith("| `defect`"))
     assert "| `ref` (reference) |" in rows[0] and "at concurrency 16" in text
+    assert "| 60 | 20/0 |" in next(r for r in rows if r.startswith("| `defect`"))  # 20 documents lost, none gained
 
 
 def test_report_html_shows_both_batching_tables_as_text(browser, tmp_path):
