@@ -213,21 +213,21 @@ def test_the_numerics_check_reads_sglangs_generate_logprobs_by_id_in_both_direct
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"id": f"p{i}", "prompt": text}) + "\n" for i, text in
                                enumerate(["The capital of France is", "Q: What is 2 + 3?\nA:", "x" * 2000,
-                                          "Once upon a time"])))
+                                          "Once upon a time", "The sun rises in the"])))  # five: an interval
     proc, cells, out = run_matrix(tmp_path, "  cell:\n    ref: {}\n    same: {args: {--max-running-requests: 4}}\n"
                                   "    noisy: {env: {STANDIN_LOGIT_NOISE: 1.5}}", throughput=False,
                                   distribution=f"{{max_tokens: 12, prompts: {json.dumps(str(prompts))}}}")
     contexts = [json.loads(line) for line in (out / "cells" / "cell-ref" / "contexts.jsonl").read_text().splitlines()]
-    assert [len(c["token_ids"]) for c in contexts] == [12] * 4 and all(c["error"] is None for c in contexts)
+    assert [len(c["token_ids"]) for c in contexts] == [12] * 5 and all(c["error"] is None for c in contexts)
     assert len(contexts[2]["prompt_ids"]) == 512 - 12 - 2  # the long prompt trimmed to the served max_model_len
     same, noisy = cells["cell-same"]["drift"]["distribution"], cells["cell-noisy"]["drift"]["distribution"]
     # the same model: every figure exactly 0, its own samples token for token the reference's (same seeds)
     assert same["forward"]["estimate"] == 0 and same["reverse"]["estimate"] == 0
-    assert same["reverse"]["own_samples_identical"] == 4 and same["disjoint_topk"] == 0
+    assert same["reverse"]["own_samples_identical"] == 5 and same["disjoint_topk"] == 0
     # the perturbed one: both directions well above 0, from its own (different) samples
     assert noisy["forward"]["estimate"] > 0.1 and noisy["forward"]["ci_low"] > 0
-    assert noisy["reverse"]["estimate"] > 0.1 and noisy["reverse"]["own_samples_identical"] < 4
-    assert noisy["reverse"]["positions"] == 48
+    assert noisy["reverse"]["estimate"] > 0.1 and noisy["reverse"]["own_samples_identical"] < 5
+    assert noisy["reverse"]["positions"] == 60
     results = json.loads((out / "results.json").read_text())
     assert any("the reference was served again" in note for note in results["notes"]), results["notes"]
     report = (out / "report.md").read_text()
