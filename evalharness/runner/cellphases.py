@@ -53,7 +53,8 @@ def measure_one(matrix: Matrix, engine: Engine, state: CellRun, progress: Progre
     assert matrix.throughput is not None
     plan = state.plan
     state.enter(f"throughput:{scenario.name}", progress)
-    ensure_length_files(matrix, state.run_dir)
+    if scenario.prompts.startswith("length:"):
+        ensure_length_files(matrix, state.run_dir)  # a Ray node's run folder may lack them
     client = LoadClient(plan.base_url, plan.served_model_name, api=scenario.api,
                         timeout_s=matrix.timeouts.request_s, ignore_eos=scenario.ignore_eos,
                         tokenize_url=f"{plan.root_url}/tokenize", hung_after=matrix.requests.hung_after,
@@ -257,7 +258,8 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
                         settled.add(task)
         return settled
 
-    ensure_length_files(matrix, state.run_dir)  # a Ray node's run folder may lack them
+    if matrix.length.task_names():
+        ensure_length_files(matrix, state.run_dir)  # a Ray node's run folder may lack them
     common = dict(include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
                   extra_include_paths=extra_include_paths(matrix, state.run_dir),
                   include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer,

@@ -22,14 +22,22 @@ def length_files(matrix: Matrix, run_dir: Path) -> dict[str, Path]:
             for b in matrix.length.buckets} if matrix.length.enabled else {}
 
 
-def ensure_length_files(matrix: Matrix, run_dir: Path, rewrite: bool = False) -> str | None:
-    """Write the buckets' documents and tasks when the section is on (always with `rewrite`, else only when missing);
-    returns how documents were sized when it wrote them."""
+def ensure_length_files(matrix: Matrix, run_dir: Path) -> str | None:
+    """Write the buckets' documents and tasks when the section is on and the run's files were not written from the
+    same settings (a manifest beside them: a resumed run does not size them again, minutes for 100 documents of
+    65,536 tokens); returns how documents were sized when it wrote them."""
     section = matrix.length
-    if not section.enabled or (not rewrite and all(p.exists() for p in length_files(matrix, run_dir).values())):
+    if not section.enabled:
         return None
-    return write_tasks(length_folder(run_dir), section.seed, {b: f"{LENGTH_TASK_PREFIX}{b}" for b in section.buckets},
-                       section.documents, section.depths, section.max_gen_toks, matrix.model)
+    manifest = length_folder(run_dir) / "settings.json"
+    settings = json.dumps({"length": section.model_dump(mode="json"), "model": matrix.model}, sort_keys=True)
+    if all(p.exists() for p in length_files(matrix, run_dir).values()) and manifest.exists() \
+            and manifest.read_text(encoding="utf-8") == settings:
+        return None
+    sizing = write_tasks(length_folder(run_dir), section.seed, {b: f"{LENGTH_TASK_PREFIX}{b}" for b in section.buckets},
+                         section.documents, section.depths, section.max_gen_toks, matrix.model)
+    manifest.write_text(settings, encoding="utf-8")
+    return sizing
 
 
 def numerics_documents(matrix: Matrix, run_dir: Path) -> list[dict[str, str]]:

@@ -164,7 +164,7 @@ def open_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pa
             load_probes(Path(matrix.probes.prompts) if matrix.probes.prompts else DEFAULT_PROBES)
         except ProbeError as exc:
             raise RunError(str(exc)) from None
-    sizing = ensure_length_files(matrix, out_dir, rewrite=True)
+    sizing = ensure_length_files(matrix, out_dir)
     note = sizing and (f"Length buckets {', '.join(map(str, matrix.length.buckets))}: "
                        f"{matrix.length.documents} documents each, sized by {sizing}")
     if note and note not in run.notes:

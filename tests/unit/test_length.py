@@ -278,3 +278,14 @@ def test_a_length_bucket_states_the_recommendations_envelope_and_rules_out_only_
     line = render_markdown(run).split("\n## ")[0]
     assert "by length: not shown equivalent at any length measured (inconclusive at 1,920 prompt tokens at " \
            "concurrency 16)" in line
+
+
+def test_the_runs_files_are_written_once_for_the_same_settings_and_again_when_they_change(tmp_path):
+    from evalharness.runner.lengthfiles import ensure_length_files
+
+    data = {**BASE, "model": "no/such-model", "length": {"enabled": True, "buckets": [256], "documents": 3}}
+    assert "4 characters a token" in ensure_length_files(Matrix.model_validate(data), tmp_path)
+    assert ensure_length_files(Matrix.model_validate(data), tmp_path) is None  # a resume: nothing sized again
+    changed = {**data, "length": {**data["length"], "documents": 4}}
+    assert ensure_length_files(Matrix.model_validate(changed), tmp_path) is not None
+    assert len((tmp_path / "length" / "eh_long_256.jsonl").read_text().splitlines()) == 4
