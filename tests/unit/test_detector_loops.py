@@ -4,7 +4,7 @@ run judged by its share, a short soup with ';' and '=' not code, LaTeX not rever
 from evalharness.phases.detectors import Sample, judge
 from evalharness.phases.detectors.classic import symbol_soup
 from evalharness.phases.detectors.language import prose_words
-from evalharness.phases.detectors.loops import longest_loop, loop_repeat
+from evalharness.phases.detectors.loops import longest_loop, loop_repeat, loops_to_the_end
 from evalharness.phases.detectors.nonwords import reversed_text
 from evalharness.phases.detectors.repetition import char_run, phrase_repeat
 
@@ -92,3 +92,15 @@ def test_latin_terms_inside_chinese_reasoning_are_not_judged_as_english_prose():
     assert prose_words(text) == []
     assert not judge(Sample(output=text)).garbage
     assert prose_words("The sections and symtab fields store the object file's data.")  # English prose is still read
+
+
+def test_a_unit_longer_than_the_scanned_periods_is_caught_when_it_loops_to_the_end():
+    # a whole re-derivation of about 900 tokens (three times MAX_PERIOD's paragraph) repeated until the budget
+    steps = "".join(f"Step {k}: multiply the {k}th coefficient by the root and carry the remainder {k * 7} forward, "
+                    f"then compare it with the bound from the previous step before moving on. " for k in range(1, 36))
+    assert len(steps.split()) > 600
+    text = "Let me set up the recurrence first. " + steps * 5 + steps[:200]
+    loop = longest_loop(text)
+    assert loop is not None and loop.period > 600 and loop.at_end and loop.repeats >= 5
+    assert loop_repeat(Sample(output=text)).strength == "hard"
+    assert loops_to_the_end(text) and not loops_to_the_end(steps * 2 + "So the bound holds and the answer is 12.")

@@ -23,8 +23,11 @@ know refrains, chants and laughter (a healthy 135M model sings 'A lullaby, a lul
 calls that healthy, and the cell's verdict against the reference's share is what judges it): counting such a loop
 twice would make two soft findings of one.
 
+Units longer than MAX_PERIOD (a whole re-derivation repeated) are found from the distances at which the text's
+GRAM-token windows recur: at the end, those of its last tokens; anywhere, those where half a unit's windows recur.
+
 numpy only (no library finds tandem repeats in a token sequence): MAX_PERIOD comparisons of the token array with
-itself. The probes' detector takes 30-60 ms on a 110,000-character chain of thought (2 cores); the quality phase's
+itself, and a few for the longer periods found. The probes' detector takes 30-60 ms on a 110,000-character chain of thought (2 cores); the quality phase's
 end-of-chain check (`tail_loop`) reads only the last TAIL_TOKENS tokens, about 2 ms a chain on the 38 chains of the
 first reasoning corpus (docs/quality.md). Imports nothing outside phases/detectors.
 """
@@ -40,7 +43,8 @@ from evalharness.phases.detectors.base import Finding, Sample, clip
 
 TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
                    r"\uac00-\ud7af]+|[^\w\s]", re.UNICODE)
-MAX_PERIOD = 600  # tokens: a paragraph of about 450 words
+MAX_PERIOD = 600  # tokens: every period up to a paragraph of about 450 words is compared; longer ones as found
+GRAM = 8  # tokens in the windows whose recurrences point at the longer periods
 MAX_TOKENS = 24_000  # the last tokens looked at (a loop runs to the end; older text cannot hide one there)
 LOOP_REPEATS, SOFT_REPEATS = 4, 3
 LOOP_MIN_TOKENS = 48
@@ -80,6 +84,50 @@ def _tokens(text: str, limit: int = MAX_TOKENS) -> tuple[np.ndarray, list[re.Mat
     return codes, matches
 
 
+def _gram_hashes(codes: np.ndarray) -> np.ndarray:
+    """A hash of each GRAM-token window (wrapping uint64 arithmetic: a collision only costs one period checked)."""
+    count = len(codes) - GRAM + 1
+    hashes = np.zeros(max(0, count), dtype=np.uint64)
+    for offset in range(GRAM if count > 0 else 0):
+        hashes = hashes * np.uint64(1_000_003) + codes[offset : offset + count].astype(np.uint64)
+    return hashes
+
+
+def _periods(codes: np.ndarray, min_period: int, min_repeats: float) -> list[int]:
+    """Every period up to MAX_PERIOD, then the longer ones worth checking: distances at which at least half a unit's
+    GRAM-token windows recur (a unit of p tokens repeated c times puts (c - 1) p windows at distance p; prose that
+    merely reuses phrases puts a handful at any one distance)."""
+    n = len(codes)
+    short = list(range(min_period, min(MAX_PERIOD, n // 2) + 1))
+    longest = int(n / max(2.0, min_repeats))
+    if longest <= MAX_PERIOD:
+        return short
+    hashes = _gram_hashes(codes)
+    order = np.argsort(hashes, kind="stable")  # equal windows stay in text order, so each distance is to the last one
+    equal = hashes[order][1:] == hashes[order][:-1]
+    distances = (order[1:] - order[:-1])[equal]
+    distances = distances[(distances > MAX_PERIOD) & (distances <= longest)]
+    if not len(distances):
+        return short
+    counts = np.bincount(distances)
+    periods = np.flatnonzero(counts * 2 >= np.arange(len(counts)))
+    return short + [int(p) for p in periods if p > MAX_PERIOD]
+
+
+def _periods_to_the_end(codes: np.ndarray) -> list[int]:
+    """Periods longer than MAX_PERIOD at which the text's last GRAM tokens (or those before a last word cut by
+    max_tokens) appeared before: the only long units a loop running to the end can have."""
+    n = len(codes)
+    if n // LOOP_REPEATS <= MAX_PERIOD:
+        return []
+    hashes = _gram_hashes(codes)
+    found: set[int] = set()
+    for last in (len(hashes) - 1, len(hashes) - 2):
+        distances = last - np.flatnonzero(hashes[:last] == hashes[last])
+        found.update(int(d) for d in distances if MAX_PERIOD < d <= n // LOOP_REPEATS)
+    return sorted(found)
+
+
 def _primitive(unit: np.ndarray) -> int:
     """The shortest period of a unit that is itself a repeat ('a lullaby , a lullaby ,' -> 3)."""
     size = len(unit)
@@ -94,7 +142,7 @@ def longest_loop(text: str, min_repeats: float = SOFT_REPEATS, min_period: int =
     n = len(codes)
     has_letter = np.fromiter((any(ch.isalpha() for ch in m.group(0)) for m in matches), dtype=bool, count=n)
     best: Loop | None = None
-    for period in range(min_period, min(MAX_PERIOD, n // 2) + 1):
+    for period in _periods(codes, min_period, min_repeats):
         same = codes[period:] == codes[:-period]
         if not same.any():
             continue
@@ -150,14 +198,23 @@ TAIL_CHARS = 40_000  # characters enough for TAIL_TOKENS tokens: only the end of
 def tail_loop(text: str) -> Loop | None:
     """The longest stretch that reaches the last token (a word cut by max_tokens may leave one unmatched) and repeats
     one unit back to back: LOOP_REPEATS copies over LOOP_MIN_TOKENS tokens (a unit without a letter
-    LETTERLESS_REPEATS copies). Only the end is read (the last TAIL_TOKENS tokens): per period, the run of matches
-    reaching the last token, so it costs a few milliseconds on a chain of any length. `total` counts the tokens
-    read, which is the whole text only when it is shorter than the tail (pure)."""
+    LETTERLESS_REPEATS copies). The end is read first (the last TAIL_TOKENS tokens, every period up to MAX_PERIOD):
+    per period, the run of matches reaching the last token, so it costs a few milliseconds on a chain of any length.
+    Only where that finds nothing and the chain is longer is the rest read (up to MAX_TOKENS), for the units longer
+    than MAX_PERIOD at which its last tokens recur. `total` counts the tokens read (pure)."""
     tail = text[-TAIL_CHARS:]
     codes, matches = _tokens(tail, TAIL_TOKENS)
+    found = _loop_to_the_end(tail, codes, matches, range(1, min(MAX_PERIOD, len(codes) // 2) + 1))
+    if found is None and (len(tail) < len(text) or len(codes) == TAIL_TOKENS):
+        codes, matches = _tokens(text)
+        found = _loop_to_the_end(text, codes, matches, _periods_to_the_end(codes))
+    return found
+
+
+def _loop_to_the_end(text: str, codes: np.ndarray, matches: list[re.Match], periods) -> Loop | None:
     n = len(codes)
     best: Loop | None = None
-    for period in range(1, min(MAX_PERIOD, n // 2) + 1):
+    for period in periods:
         same = codes[period:] == codes[:-period]
         if not same[-1] and not (len(same) > 1 and same[-2]):
             continue
@@ -171,7 +228,7 @@ def tail_loop(text: str) -> Loop | None:
         letter = any(ch.isalpha() for m in unit for ch in m.group(0))
         if length >= (LOOP_REPEATS if letter else LETTERLESS_REPEATS) * period:
             best = Loop(period=period, start=start, length=length, total=n,
-                        unit=tail[unit[0].start() : unit[-1].end()])
+                        unit=text[unit[0].start() : unit[-1].end()])
     return best
 
 
