@@ -104,3 +104,20 @@ def test_a_unit_longer_than_the_scanned_periods_is_caught_when_it_loops_to_the_e
     assert loop is not None and loop.period > 600 and loop.at_end and loop.repeats >= 5
     assert loop_repeat(Sample(output=text)).strength == "hard"
     assert loops_to_the_end(text) and not loops_to_the_end(steps * 2 + "So the bound holds and the answer is 12.")
+
+
+def test_a_short_cycle_that_is_most_of_a_pasted_chain_is_a_loop_when_something_else_came_first():
+    # the shape of a leaked thinking loop pasted into an issue and cut there by its reporter: some varied lines, then
+    # a two-line cycle that is over a third of what is left (the share rule of before called that a refrain)
+    before = ("I checked the diff once more and the tests pass now.\n  The change is small and the message says why.\n"
+              "  I will write the summary and then stop.\n  I am confident this is the final version.\n"
+              "  The reviewer asked for one more test, and it is there.\n")
+    text = before + '  I\'ll send.\n  "Yes."\n' * 10
+    assert loop_repeat(Sample(output=text)).strength == "hard"
+    # a diagram whose rule row repeats until the paste ends
+    diagram = ("The pipeline and its parts, as a diagram:\n\nText\n  |\n  v\nLanguage identification\n  |\n  v\nString -> Tokenization -> Sentence splitter -> "
+               "POS tagger\n  |                     |\n  |                     v\n  |                Sentences\n"
+               "  |-----------------|\n  | Segmentation    |\n")
+    assert loop_repeat(Sample(output=diagram + "  |                 |\n" * 30)).strength == "hard"
+    # a diagram that closes its box is not one
+    assert loop_repeat(Sample(output=diagram + "  |                 |\n" * 3 + "  |-----------------|\n")) is None

@@ -17,7 +17,8 @@ a loop runs until it is cut off. So:
 A unit without a letter ('= (16 * 315) / 10 =', '1 +') counts only when it runs to the end of the text
 LETTERLESS_REPEATS times or more: a table's rule or a matrix's rows repeat by design, but not until the budget.
 A unit shorter than LOOP_MIN_PERIOD is a hard finding only at the end of a chain that reasoned first
-(SHORT_END_REPEATS copies, under SHORT_END_SHARE of the text: QwQ's 'Wait, 3150 + 50 is 3200?' to the budget).
+(SHORT_END_REPEATS copies after at least SHORT_END_PRIOR tokens of something else: QwQ's 'Wait, 3150 + 50 is
+3200?' to the budget, or a pasted chain cut by its reporter where the loop is most of what is left).
 Elsewhere the detector leaves units shorter than LOOP_MIN_PERIOD tokens to word_repeat and phrase_repeat, which
 know refrains, chants and laughter (a healthy 135M model sings 'A lullaby, a lullaby,' twenty times; the corpus
 calls that healthy, and the cell's verdict against the reference's share is what judges it): counting such a loop
@@ -49,7 +50,7 @@ MAX_TOKENS = 24_000  # the last tokens looked at (a loop runs to the end; older 
 LOOP_REPEATS, SOFT_REPEATS = 4, 3
 LOOP_MIN_TOKENS = 48
 LETTERLESS_REPEATS = 5  # a unit with no letter ('= (16 * 315) / 10', '1 +') counts only to the end, this often
-SHORT_END_REPEATS, SHORT_END_SHARE = 8, 1 / 3  # a short unit at the end of a chain that reasoned before it
+SHORT_END_REPEATS, SHORT_END_PRIOR = 8, 48  # a short unit at the end of a chain that reasoned before it (tokens)
 LOOP_MIN_PERIOD = 12  # tokens: about a sentence; shorter units are phrase_repeat's (n-grams of 4 to 8 words)
 LOOP_MIN_SHARE = 0.3
 
@@ -179,12 +180,14 @@ def loop_repeat(sample: Sample) -> Finding | None:
 
 def _short_loop_at_the_end(text: str) -> Finding | None:
     """A chain that reasoned and then fell into a short unit until the budget ('Wait, 3150 + 50 is 3200?' eleven
-    times after 5,000 characters of arithmetic): SHORT_END_REPEATS copies or more at the very end, the loop under
-    SHORT_END_SHARE of the text. A text that is nothing but its refrain is phrase_repeat's to judge (soft)."""
+    times after 5,000 characters of arithmetic): SHORT_END_REPEATS copies or more at the very end after at least
+    SHORT_END_PRIOR tokens of other text. A text that is nothing but its refrain (a title line and a song's chorus)
+    is phrase_repeat's to judge (soft). The prior text is counted in tokens, not as a share of the text: a loop
+    reported in an issue is cut by its reporter, so its share says more about the paste than about the chain."""
     found = tail_loop(text)
     if found is None or found.period >= LOOP_MIN_PERIOD or found.repeats < SHORT_END_REPEATS:
         return None
-    if len(text) <= TAIL_CHARS and found.share >= SHORT_END_SHARE:
+    if found.total - found.length < SHORT_END_PRIOR:
         return None
     unit = " ".join(found.unit.split())
     return Finding(detector="loop", strength="hard", evidence=f"{clip(unit, 70)!r} ({found.period} tokens) "
