@@ -121,3 +121,20 @@ def test_a_short_cycle_that_is_most_of_a_pasted_chain_is_a_loop_when_something_e
     assert loop_repeat(Sample(output=diagram + "  |                 |\n" * 30)).strength == "hard"
     # a diagram that closes its box is not one
     assert loop_repeat(Sample(output=diagram + "  |                 |\n" * 3 + "  |-----------------|\n")) is None
+
+
+def test_a_sampled_loop_whose_copies_change_a_word_is_still_a_loop_but_a_list_checked_item_by_item_is_not():
+    sentence = ("Wait, maybe I should go back and check whether the farmer really needs three trips with the truck, "
+                "because each trip carries at most twenty bags of feed and the order is sixty bags. ")
+    # one word swapped per copy, at different places of the sentence (swaps closer than MIN_FLANK tokens apart in
+    # two neighbouring copies leave the gap unbridged)
+    swaps = [("maybe", "perhaps"), ("trips", "runs"), ("check", "verify"), ("carries", "holds"), ("order", "total")]
+    copies = [sentence.replace(*swaps[k % len(swaps)], 1) for k in range(8)]
+    text = "Okay, the farmer buys feed for his horses. " + "".join(copies)
+    assert loop_repeat(Sample(output=text)).strength == "hard"
+    assert loop_repeat(Sample(output="Okay. " + "".join(copies[:2]))) is None  # two copies are not a loop
+    # one slot changes in every copy: a template filled item by item, not a loop (nor two copies taken as one unit)
+    items = ["apples", "pears", "plums", "figs", "dates", "limes", "kiwis", "grapes"]
+    listing = "".join(f"Next, the crate of {item} goes on the truck only if the scale still reads under the limit of "
+                      f"the axle, so I check the scale again. " for item in items)
+    assert loop_repeat(Sample(output="Loading the truck. " + listing)) is None

@@ -5,9 +5,11 @@ or paragraph again and again until the token budget. `phrase_repeat` (repetition
 words to fill half the text, so a loop whose unit is longer than 16 words never fires it. This detector works on
 the text's tokens (words, numbers, each CJK character and each symbol) and, for every period p up to MAX_PERIOD
 tokens, finds the longest stretch where token i equals token i + p: that stretch is a unit of p tokens repeated
-back to back, `(run + p) / p` times. Exact repeats only: an enumeration ('for k = 1 ... for k = 2 ...') changes its
-numbers and is not a loop; a loop of a sampled model that changes one token per copy is caught when a stretch of
-at least LOOP_REPEATS exact copies remains.
+back to back, `(run + p) / p` times. Near-exact repeats: a sampled model's copies may differ by a word or two
+(`_bridged`: gaps of at most MAX_GAP differing words between matches of MIN_FLANK tokens, at two or more offsets of
+the unit); numbers and symbols must match, so an enumeration ('for k = 1 ... for k = 2 ...') is not a loop, and a
+template whose one word slot changes (a list checked item by item) is not either. On the rebuilt R1-distill batch
+(docs/quality.md) this took loops caught from 10 to 11 of 16, with no healthy chain of 405 marked.
 
 Healthy long chains of thought repeat a sub-calculation two to four times, and rarely word for word back to back;
 a loop runs until it is cut off. So:
@@ -53,6 +55,7 @@ LETTERLESS_REPEATS = 5  # a unit with no letter ('= (16 * 315) / 10', '1 +') cou
 SHORT_END_REPEATS, SHORT_END_PRIOR = 8, 48  # a short unit at the end of a chain that reasoned before it (tokens)
 LOOP_MIN_PERIOD = 12  # tokens: about a sentence; shorter units are phrase_repeat's (n-grams of 4 to 8 words)
 LOOP_MIN_SHARE = 0.3
+MAX_GAP, MIN_FLANK = 2, 4  # a sampled loop's copies may differ by a word or two between matches of 4+ tokens
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,38 @@ def _periods_to_the_end(codes: np.ndarray) -> list[int]:
     return sorted(found)
 
 
+def _words(matches: list[re.Match]) -> np.ndarray:
+    return np.fromiter((m.group(0).isalpha() for m in matches), dtype=bool, count=len(matches))
+
+
+def _bridged(same: np.ndarray, words: np.ndarray, period: int) -> np.ndarray:
+    """`same` with the gaps of a sampled loop filled: at most MAX_GAP tokens that differ, every one a word on both
+    sides (a number or symbol that differs breaks the loop, so an enumeration stays one), between matches of at
+    least MIN_FLANK tokens. Only where the differing words sit at two or more offsets of the unit, and of every
+    divisor of it: a template whose one slot changes each time (a list checked item by item) is not a loop, and
+    neither is two of its copies taken as one unit."""
+    miss = ~same
+    if not miss.any() or same.sum() < MIN_FLANK * 2:
+        return same
+    edges = np.diff(np.concatenate(([0], miss.view(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    soft = words[period:] & words[:-period]
+    hard = np.concatenate(([0], np.cumsum(~soft)))
+    before = starts - np.concatenate(([0], ends[:-1]))
+    after = np.concatenate((starts[1:], [len(same)])) - ends
+    fill = ((ends - starts <= MAX_GAP) & (hard[ends] == hard[starts]) & (before >= MIN_FLANK) & (after >= MIN_FLANK)
+            & (starts > 0) & (ends < len(same)))
+    if not fill.any():
+        return same
+    offsets = [int(x) for x in starts[fill]]
+    if any(len({o % q for o in offsets}) < 2 for q in range(MIN_FLANK, period + 1) if period % q == 0):
+        return same
+    bridged = same.copy()
+    for start, end in zip(starts[fill], ends[fill]):
+        bridged[start:end] = True
+    return bridged
+
+
 def _primitive(unit: np.ndarray) -> int:
     """The shortest period of a unit that is itself a repeat ('a lullaby , a lullaby ,' -> 3)."""
     size = len(unit)
@@ -142,9 +177,10 @@ def longest_loop(text: str, min_repeats: float = SOFT_REPEATS, min_period: int =
     codes, matches = _tokens(text)
     n = len(codes)
     has_letter = np.fromiter((any(ch.isalpha() for ch in m.group(0)) for m in matches), dtype=bool, count=n)
+    words = _words(matches)
     best: Loop | None = None
     for period in _periods(codes, min_period, min_repeats):
-        same = codes[period:] == codes[:-period]
+        same = _bridged(codes[period:] == codes[:-period], words, period)
         if not same.any():
             continue
         edges = np.diff(np.concatenate(([0], same.view(np.int8), [0])))
@@ -216,9 +252,10 @@ def tail_loop(text: str) -> Loop | None:
 
 def _loop_to_the_end(text: str, codes: np.ndarray, matches: list[re.Match], periods) -> Loop | None:
     n = len(codes)
+    words = _words(matches)
     best: Loop | None = None
     for period in periods:
-        same = codes[period:] == codes[:-period]
+        same = _bridged(codes[period:] == codes[:-period], words, period)
         if not same[-1] and not (len(same) > 1 and same[-2]):
             continue
         end = len(same) if same[-1] else len(same) - 1
