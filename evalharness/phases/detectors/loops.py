@@ -30,9 +30,10 @@ Units longer than MAX_PERIOD (a whole re-derivation repeated) are found from the
 GRAM-token windows recur: at the end, those of its last tokens; anywhere, those where half a unit's windows recur.
 
 numpy only (no library finds tandem repeats in a token sequence): MAX_PERIOD comparisons of the token array with
-itself, and a few for the longer periods found. The probes' detector takes 30-60 ms on a 110,000-character chain of thought (2 cores); the quality phase's
-end-of-chain check (`tail_loop`) reads only the last TAIL_TOKENS tokens, about 2 ms a chain on the 38 chains of the
-first reasoning corpus (docs/quality.md). Imports nothing outside phases/detectors.
+itself, and a few for the longer periods found. The probes' detector takes 30-60 ms on a 110,000-character chain
+of thought (2 cores); the quality phase's end-of-chain check (`tail_loop`) reads the last TAIL_TOKENS tokens
+first, about 2 ms a chain on the 77 R1-distill chains of docs/quality.md (quiet machine, 2026-12-05). Imports
+nothing outside phases/detectors.
 """
 
 from __future__ import annotations
@@ -255,9 +256,10 @@ def _loop_to_the_end(text: str, codes: np.ndarray, matches: list[re.Match], peri
     words = _words(matches)
     best: Loop | None = None
     for period in periods:
-        same = _bridged(codes[period:] == codes[:-period], words, period)
+        same = codes[period:] == codes[:-period]
         if not same[-1] and not (len(same) > 1 and same[-2]):
-            continue
+            continue  # checked before bridging: a bridge never reaches the last MIN_FLANK tokens
+        same = _bridged(same, words, period)
         end = len(same) if same[-1] else len(same) - 1
         misses = np.flatnonzero(~same[:end])
         length = end - (int(misses[-1]) + 1 if len(misses) else 0) + period
