@@ -21,7 +21,7 @@ from evalharness.analysis.evidence import (  # noqa: F401  (task_evidence re-exp
     CONFIDENCE, apply_decision, evidence_of, task_evidence)
 from evalharness.analysis.loaddrift import load_drift
 from evalharness.analysis.noeffect import no_effect_pairs
-from evalharness.analysis.sequential import final_alpha
+from evalharness.analysis.sequential import Levels, final_levels
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
 from evalharness.analysis.batching import batch_change
 from evalharness.analysis.numerics import compare_distributions
@@ -136,10 +136,11 @@ def _alpha(gate: Mapping[str, Any] | None) -> float:
 
 
 def decide_run(cells: Mapping[str, tuple[CellDrift, Mapping[str, PairedEvidence]]], gate: Mapping[str, Any] | None,
-               weights: Mapping[str, float] | None = None, alphas: Mapping[tuple[str, str], float] | None = None) -> None:
+               weights: Mapping[str, float] | None = None,
+               alphas: Mapping[tuple[str, str], Levels] | None = None) -> None:
     """Decide every task of every cell as one family: the worse-tests Holm-adjusted over all of them, so that a run
     in which nothing changed calls some cell worse at most alpha of the time, however many cells it has. `alphas`:
-    the level of a task that looked sequentially (the alpha its last look spent)."""
+    the levels of a task that looked sequentially (those of the look it stopped at, analysis/sequential.py)."""
     family = {(cid, task): (ev, margin_for(task, gate)) for cid, (_, evs) in cells.items() for task, ev in evs.items()}
     decisions = decide_family(family, _alpha(gate), alphas)
     for cid, (drift, evs) in cells.items():
@@ -205,7 +206,8 @@ def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> Non
                 family[cid] = drift_between(reference, out_dir, cell, out_dir, gate, read)
             except (OSError, ValueError, ResultsError) as exc:  # a damaged sample file must not stop the run
                 run.notes.append(f"drift of {cid} could not be computed: {exc}")
-    alphas = {(cid, t.task): final_alpha(_alpha(gate), t.looks, t.finished_repeats())
+    comparisons = sum(len(evs) for _, evs in family.values())  # the Holm family the worse test's level is for
+    alphas = {(cid, t.task): final_levels(_alpha(gate), t.looks, t.finished_repeats(), comparisons)
               for cid in family for t in run.cells[cid].quality if len(t.looks) > 1}
     decide_run(family, gate, weights, alphas)
     for cid, (drift, _) in family.items():

@@ -22,6 +22,7 @@ from typing import Iterable, Literal, Mapping
 
 from scipy.stats import norm
 
+from evalharness.analysis.sequential import Levels
 from evalharness.analysis.stats import PairedEvidence, holm
 from evalharness.matrix.base import LENGTH_TASK_PREFIX
 from evalharness.records.drift import TaskDrift
@@ -57,7 +58,8 @@ class TaskDecision:
     p_worse: float  # one-sided p of H0 "drop <= margin", before adjustment
     p_worse_adjusted: float
     settle_factor: float | None  # inconclusive: how many times both sides' samples would settle it (None: cannot)
-    level: float = DEFAULT_ALPHA  # the alpha the outcome was tested at: the interval is 1 - 2 level
+    level: float = DEFAULT_ALPHA  # the alpha equivalence was tested at: the interval is 1 - 2 level
+    worse_level: float = DEFAULT_ALPHA  # the alpha the Holm-adjusted worse p was compared with
     p_equivalent: float = 1.0  # TOST's p-value (the larger of the two one-sided tests), before any adjustment
 
 
@@ -68,13 +70,18 @@ def p_equivalent(evidence: PairedEvidence, margin: float) -> float:
 
 
 def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjusted: float,
-           family_size: int = 1) -> TaskDecision:
+           family_size: int = 1, worse_alpha: float | None = None) -> TaskDecision:
+    """`alpha`: the interval's and the equivalence test's level; `worse_alpha` (default `alpha`) the level the
+    Holm-adjusted worse p is compared with (they differ for a task that looked sequentially: analysis/sequential.py
+    spends each error its own way)."""
     low, high = evidence.interval(1 - 2 * alpha)
     equivalent = -margin < low and high < margin
-    worse = p_worse_adjusted < alpha
+    worse_level = alpha if worse_alpha is None else worse_alpha
+    worse = p_worse_adjusted < worse_level
     outcome: Outcome = "worse" if worse else "equivalent" if equivalent else "inconclusive"
     return TaskDecision(outcome=outcome, noninferior=high < margin, drop_low=low, drop_high=high,
                         p_worse=evidence.p_above(margin), p_worse_adjusted=p_worse_adjusted, level=alpha,
+                        worse_level=worse_level,
                         p_equivalent=p_equivalent(evidence, margin),
                         settle_factor=None if outcome != "inconclusive" else
                         samples_to_settle(evidence, margin, alpha, family_size))
@@ -109,15 +116,20 @@ def samples_to_settle(evidence: PairedEvidence, margin: float, alpha: float, fam
 
 
 def decide_family(evidence: Mapping[tuple[str, str], tuple[PairedEvidence, float]], alpha: float,
-                  alphas: Mapping[tuple[str, str], float] | None = None) -> dict[tuple[str, str], TaskDecision]:
+                  alphas: Mapping[tuple[str, str], Levels] | None = None) -> dict[tuple[str, str], TaskDecision]:
     """Decisions for a family of (cell, task) comparisons, each with its margin, the worse-tests Holm-adjusted over
-    the whole family. `alphas`: a comparison's own level where it differs (a task stopped at a sequential look is
-    decided at the alpha that look spent: analysis/sequential.py); its Holm-adjusted p is compared with it."""
+    the whole family. `alphas`: a comparison's own levels where they differ (a task that looked sequentially is
+    decided at the levels of the look it stopped at: analysis/sequential.py); its Holm-adjusted p is compared with
+    the worse level, its interval taken at the equivalence level."""
     keys = list(evidence)
     raw = [evidence[k][0].p_above(evidence[k][1]) for k in keys]
     adjusted = holm(raw)
-    return {k: decide(evidence[k][0], evidence[k][1], (alphas or {}).get(k, alpha), p, len(keys))
-            for k, p in zip(keys, adjusted)}
+    out = {}
+    for k, p in zip(keys, adjusted):
+        own = (alphas or {}).get(k)
+        out[k] = decide(evidence[k][0], evidence[k][1], alpha if own is None else own.equivalent, p, len(keys),
+                        worse_alpha=None if own is None else own.worse)
+    return out
 
 
 def envelope_task(task: str) -> bool:

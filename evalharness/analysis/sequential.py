@@ -2,32 +2,48 @@
 soon as it is settled (equivalent, or worse), the cell when all its tasks are; the reference, shared by every cell,
 always runs all its repeats. Pure: evidence in (analysis/stats.py), decisions out.
 
-The error rates survive the looks by alpha spending (Lan and DeMets, O'Brien-Fleming-like spending function
-alpha(t) = 2 - 2 Phi(z_{1 - alpha / 2} / sqrt(t)) at information fraction t = repeats so far / planned repeats):
-look k tests at the alpha it spends, alpha(t_k) - alpha(t_{k-1}), which by the union bound keeps the chance of ever
-wrongly stopping at most alpha, whatever the correlation between looks (conservative: exact group-sequential
-boundaries would give the last look a little more: benchmarks/sequential_design.py measured 2 points of per-task
-power lost to it). O'Brien-Fleming spends almost nothing early (4 looks at 1/8, 1/4, 1/2 and all of 8 repeats:
-3e-8, 8.9e-5, 0.0055, then 0.0444 at the last), so a cell that runs to the end is tested nearly as a fixed design
-is, and only clear cases stop early. The "worse" test at a look is Bonferroni over the planned family (every cell x
-task of the matrix), as Holm's first step is at the end; the final analysis compares each comparison's Holm-adjusted
-p with the level its last look spent (not a textbook combination of Holm and spending: the benchmark measured no
-inflation, 0.12% against the fixed design's 0.13% with every cell exactly at the margin). Once a task of a cell is
-worse, the cell is worse: its other tasks stop at that look too.
+The error rates survive the looks by alpha spending (Lan and DeMets), one spending function per error, each at the
+information fraction t = repeats so far / planned repeats (`quality_levels`):
+- **worse** (a false "worse" is a false alarm): O'Brien-Fleming-like, alpha(t) = 2 - 2 Phi(z_{1 - alpha / 2} /
+  sqrt(t)), which spends almost nothing early (4 looks at 1/8, 1/4, 1/2 and all of 8 repeats: 3e-8, 8.9e-5, 0.0055),
+  so only a clear drop (a damaged model) stops a task early and the final analysis is nearly a fixed design's. A
+  stopping look tests at its level / the planned family (every cell x task of the matrix), as Holm's first step
+  does at the end; the final analysis compares each comparison's Holm-adjusted p with the level of the look it
+  stopped at (not a textbook combination of Holm and spending: the benchmark measured no inflation with every cell
+  exactly at the margin).
+- **equivalent** (a false "equivalent" ships a cell that is worse by the margin): alpha t^2 (Kim and DeMets' power
+  family, rho 2), which spends more at the half-way look (0.0107 at 8 of 15 repeats, against O'Brien-Fleming's
+  0.0071) where an unchanged cell usually shows it is equivalent, and still leaves the last look about what the
+  union bound of O'Brien-Fleming left it (0.0439 at [1, 4, 8, 15]). benchmarks/sequential_design.py: looks +
+  screening 39.3% of the fixed design's tokens at equal per-task power, against 40.6% with one O'Brien-Fleming
+  level for both tests.
+The last look of each gets back what the union bound over-counts (`last_look_level`): an earlier crossing that the
+last look would have crossed too is counted once, not twice. The statistics of the looks are taken as a Brownian
+motion in the repeats (correlation sqrt(t_j / t_k)); the reference's share of the variance, fixed across looks,
+only raises the true correlation, which lowers the true chance of crossing (Slepian), so the levels stay valid.
+Once a task of a cell is worse, the cell is worse: its other tasks stop at that look too.
 
 Screening: a cell that is credibly not faster than the reference (the speed rule's upper bound below 1 plus the
 floor, analysis/speed.py) runs only its first look (enough to catch a damaged model), unless the matrix asks for full
 quality everywhere; it can never be worth shipping. A cell whose speed is undecided is never screened. The decision
 to screen comes from throughput, not from the quality data, so a screened cell is a fixed design of one look,
 tested at the full alpha.
+
+`last_look_level` integrates the bivariate normal with scipy's quad rather than calling scipy's
+multivariate_normal.cdf: measured, the latter's 1 - Phi_K at the family's scale (alpha / 96) needs about 2 million
+points and 6 s a level to be right to 0.1%, and with 100,000 points (0.15 s) is off by 0.9% (0.04529 for 0.04491);
+the integral is deterministic, 0.2 s a plan, and cached.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
 
+from scipy.integrate import quad
+from scipy.optimize import brentq
 from scipy.stats import norm
 
 from evalharness.analysis.stats import PairedEvidence
@@ -48,32 +64,98 @@ def spent(alpha: float, fraction: float) -> float:
 
 
 def look_levels(alpha: float, looks: Sequence[int]) -> list[float]:
-    """The alpha each look tests at: what the spending function spends between it and the look before."""
+    """The alpha each look tests at by the union bound: what the O'Brien-Fleming function spends between it and the
+    look before (the speed rule's looks, and the worse test's stopping looks)."""
+    return _increments(lambda t: spent(alpha, t), looks)
+
+
+def equivalence_spent(alpha: float, fraction: float) -> float:
+    """The equivalence test's spending, alpha t^2 (Kim and DeMets' power family, rho 2)."""
+    return alpha * min(1.0, max(0.0, fraction)) ** 2
+
+
+def _increments(spending, looks: Sequence[int]) -> list[float]:
     total = looks[-1]
     levels, before = [], 0.0
     for look in looks:
-        now = spent(alpha, look / total)
+        now = spending(look / total)
         levels.append(max(0.0, now - before))
         before = now
     return levels
 
 
+def _upper_tails(a: float, b: float, rho: float) -> float:
+    """P(Z_1 > a, Z_2 > b) for a standard bivariate normal with correlation rho."""
+    if rho >= 1.0:
+        return float(norm.sf(max(a, b)))
+    s = math.sqrt(1.0 - rho * rho)
+    return quad(lambda x: norm.pdf(x) * norm.sf((b - rho * x) / s), a, math.inf, epsabs=1e-15, epsrel=1e-10)[0]
+
+
+def last_look_level(alpha: float, fractions: Sequence[float], interim: Sequence[float]) -> float:
+    """The last look's level when the looks before it test at `interim` (one-sided levels, at information
+    `fractions`, the last 1): the largest a with P(any look crosses) <= alpha, by Bonferroni over the earlier looks
+    only: a = alpha - sum(interim) + sum_j P(Z_j > z_j, Z_K > z_a), what the union bound counts twice. Never above
+    the exact multivariate normal's; at the package's looks [1, 4, 8, 15] 0.04775 against 0.04777 for
+    O'Brien-Fleming's levels, 0.0439 against 0.0444 for the equivalence test's (its earlier looks overlap more)."""
+    rest = alpha - sum(interim)
+    if rest <= 0 or len(fractions) < 2:
+        return max(0.0, rest)
+    earlier = [(float(norm.isf(a)), math.sqrt(t / fractions[-1])) for a, t in zip(interim, fractions) if a > 0]
+
+    def excess(c: float) -> float:
+        return float(norm.sf(c)) - rest - sum(_upper_tails(z, c, rho) for z, rho in earlier)
+
+    high = float(norm.isf(rest))  # the union bound's boundary: excess <= 0 there
+    low = high - 1.0
+    while excess(low) < 0:  # a rare plan whose earlier looks overlap the last a lot
+        low -= 1.0
+    return float(norm.sf(brentq(excess, low, high, xtol=1e-12)))
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The alphas a look tests at: `worse` (the drop-above-the-margin test: divided by the planned family at a
+    stopping look, against the Holm-adjusted p at the final analysis) and `equivalent` (TOST: its interval is
+    1 - 2 equivalent)."""
+
+    worse: float
+    equivalent: float
+
+
+@functools.lru_cache(maxsize=256)
+def _quality_levels(alpha: float, looks: tuple[int, ...], family_size: int) -> tuple[Levels, ...]:
+    worse = look_levels(alpha, looks)
+    equivalent = _increments(lambda t: equivalence_spent(alpha, t), looks)
+    if len(looks) > 1:
+        fractions = [look / looks[-1] for look in looks]
+        family = max(1, family_size)
+        # the worse test's family-wide chance at the last look: per comparison at the family's scale, as it is tested
+        worse[-1] = family * last_look_level(alpha / family, fractions, [a / family for a in worse[:-1]])
+        equivalent[-1] = last_look_level(alpha, fractions, equivalent[:-1])
+    return tuple(Levels(w, e) for w, e in zip(worse, equivalent))
+
+
+def quality_levels(alpha: float, looks: Sequence[int], family_size: int = 1) -> list[Levels]:
+    """Each look's levels for a quality task planned in `looks`, in a family of `family_size` comparisons."""
+    return list(_quality_levels(float(alpha), tuple(looks), int(family_size)))
+
+
 @dataclass(frozen=True)
 class LookDecision:
     stop: Stop | None  # None: go on
-    level: float  # the alpha this look tested at
+    level: Levels  # the alphas this look tested at
 
 
-def decide_look(evidence: PairedEvidence, margin: float, level: float, family_size: int) -> LookDecision:
-    """Stop a task at a look: worse when its drop is above the margin at level / family_size (Bonferroni over the
-    planned family), equivalent when its (1 - 2 level) interval lies inside +-margin (TOST at level)."""
-    if level <= 0:
-        return LookDecision(None, level)
-    if evidence.p_above(margin) < level / max(1, family_size):
+def decide_look(evidence: PairedEvidence, margin: float, level: Levels, family_size: int) -> LookDecision:
+    """Stop a task at a look: worse when its drop is above the margin at level.worse / family_size (Bonferroni over
+    the planned family), equivalent when its (1 - 2 level.equivalent) interval lies inside +-margin (TOST)."""
+    if level.worse > 0 and evidence.p_above(margin) < level.worse / max(1, family_size):
         return LookDecision("worse", level)
-    low, high = evidence.interval(1 - 2 * level)
-    if -margin < low and high < margin:
-        return LookDecision("equivalent", level)
+    if level.equivalent > 0:
+        low, high = evidence.interval(1 - 2 * level.equivalent)
+        if -margin < low and high < margin:
+            return LookDecision("equivalent", level)
     return LookDecision(None, level)
 
 
@@ -84,10 +166,10 @@ def screened(not_faster: bool, full_quality: bool) -> bool:
     return not full_quality and not_faster
 
 
-def final_alpha(alpha: float, looks: Sequence[int], reached: int) -> float:
-    """The alpha the final analysis of a task that stopped after `reached` repeats (or ran to the end) tests at:
-    the level of the look it stopped at; a task that ran all looks, the last look's."""
-    levels = look_levels(alpha, looks)
+def final_levels(alpha: float, looks: Sequence[int], reached: int, family_size: int = 1) -> Levels:
+    """The levels the final analysis of a task that stopped after `reached` repeats (or ran to the end) tests at:
+    those of the look it stopped at; a task that ran all looks, the last look's."""
+    levels = quality_levels(alpha, looks, family_size)
     for look, level in zip(looks, levels):
         if reached <= look:
             return level

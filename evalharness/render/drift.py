@@ -86,7 +86,7 @@ def drift_section(run: RunResult) -> list[str]:
            "per-document mean over its repeats, with the two-sided interval its verdict was decided on, labelled with "
            "its confidence: 1 − 2α at the α the task was tested at (90% at α 0.05 for a fixed design; a task that "
            "looked sequentially is tested at what its last look spent, so its interval is wider: 91.1% at the last "
-           "of the default looks, 98.9% at the third, 99.97% at the second). Against the task's margin m "
+           "of the default looks of 8 repeats, 98.1% at the third, 99.5% at the second). Against the task's margin m "
            "(`gate.margin`, else `gate.max_accuracy_drop`): **equivalent** when the interval lies inside ±m; "
            "**worse** when the drop's lower bound lies above m, the test Holm-adjusted "
            f"over the run's {family} task comparisons so that an unchanged matrix calls a cell worse at most alpha of "

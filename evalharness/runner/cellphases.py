@@ -14,7 +14,7 @@ from evalharness.analysis.drift import task_evidence
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
 from evalharness.analysis.operating import operating_point, verdict_between
 from evalharness.analysis.speed import FLOOR
-from evalharness.analysis.sequential import decide_look, look_levels, screened
+from evalharness.analysis.sequential import decide_look, quality_levels, screened
 from evalharness.matrix.quality import default_looks
 from evalharness.matrix.schema import Matrix, Scenario
 from evalharness.phases.probes import (DEFAULT_PROBES, ask_all, judge_outputs, load_probes, reasoning_budget, reasons,
@@ -241,11 +241,12 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
             _, evidence = task_evidence(task, ref_scores[task], score, state.run_dir)
             if evidence is None:
                 continue
-            level = look_levels(alpha, looks[task])[looks[task].index(done)]
+            level = quality_levels(alpha, looks[task], family_size)[looks[task].index(done)]
             decision = decide_look(evidence, margin_for(task, gate), level, family_size)
             if decision.stop is not None:
+                spent_here = level.worse if decision.stop == "worse" else level.equivalent
                 score.stopped = (f"{decision.stop} at look {looks[task].index(done) + 1} of {len(looks[task])} "
-                                 f"({done} of {planned[task]} repeats, alpha spent {level:.2g})")
+                                 f"({done} of {planned[task]} repeats, alpha spent {spent_here:.2g})")
                 settled.add(task)
         worse = [t for t in settled if running[t].stopped.startswith("worse")]
         if worse:  # the cell is worse whatever its other tasks say: each stops at its own next look

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from benchmarks import sequential_design as sd
-from evalharness.analysis.sequential import (decide_look, default_looks, final_alpha, look_levels, screened,
-                                             spent)
+from evalharness.analysis.sequential import (Levels, decide_look, default_looks, equivalence_spent, final_levels,
+                                             last_look_level, look_levels, quality_levels, screened, spent)
 from evalharness.analysis.stats import PairedEvidence, paired_evidence
 
 MARGIN, ALPHA, CELLS = 0.02, 0.05, 24
@@ -56,62 +56,125 @@ def test_spending_function_hand_values():
     assert spent(0.05, 0.25) == pytest.approx(2 * (1 - 0.999955687), rel=1e-3)
 
 
-def test_final_alpha_of_a_single_look_is_alpha():
-    assert final_alpha(0.05, [1], 1) == 0.05
-    assert final_alpha(0.05, [7], 7) == 0.05
+def test_final_levels_of_a_single_look_are_alpha():
+    assert final_levels(0.05, [1], 1) == Levels(0.05, 0.05)
+    assert final_levels(0.05, [7], 7, family_size=96) == Levels(0.05, 0.05)
 
 
-def test_final_alpha_is_the_level_of_the_look_reached():
+def test_final_levels_are_those_of_the_look_reached():
     looks = [1, 8, 15, 30]
-    levels = look_levels(0.05, looks)
+    levels = quality_levels(0.05, looks, 96)
     for look, level in zip(looks, levels):
-        assert final_alpha(0.05, looks, look) == level
-    assert final_alpha(0.05, looks, 10) == levels[2]  # between looks: the next look's
-    assert final_alpha(0.05, looks, 31) == levels[-1]
+        assert final_levels(0.05, looks, look, 96) == level
+    assert final_levels(0.05, looks, 10, 96) == levels[2]  # between looks: the next look's
+    assert final_levels(0.05, looks, 31, 96) == levels[-1]
+
+
+def test_each_error_has_its_own_spending():
+    levels = quality_levels(0.05, [1, 4, 8, 15], family_size=96)
+    # worse: O'Brien-Fleming at the stopping looks (the union bound's increments), so a clear drop stops early only
+    assert [v.worse for v in levels[:-1]] == look_levels(0.05, [1, 4, 8, 15])[:-1]
+    # equivalent: alpha t^2, more at the half-way look than O'Brien-Fleming's 0.0071
+    fractions = [1 / 15, 4 / 15, 8 / 15]
+    expected = [equivalence_spent(0.05, fractions[0])] + [
+        equivalence_spent(0.05, b) - equivalence_spent(0.05, a) for a, b in zip(fractions, fractions[1:])]
+    assert [v.equivalent for v in levels[:-1]] == pytest.approx(expected)
+    assert levels[2].equivalent == pytest.approx(0.05 * ((8 / 15) ** 2 - (4 / 15) ** 2))
+    assert levels[2].equivalent > 1.4 * look_levels(0.05, [1, 4, 8, 15])[2]
+    # the last looks get back what the union bound counts twice, the worse test's at the family's scale
+    assert look_levels(0.05, [1, 4, 8, 15])[-1] < levels[-1].worse < 0.05
+    assert levels[-1].worse == pytest.approx(0.0449, abs=2e-4)
+    assert levels[-1].equivalent == pytest.approx(0.0439, abs=2e-4)
+    assert equivalence_spent(0.05, 1.0) == 0.05 and equivalence_spent(0.05, 0.5) == pytest.approx(0.0125)
+
+
+@pytest.mark.parametrize("looks", [[1, 4, 8, 15], [1, 8, 15, 30], [1, 2]])
+def test_last_look_level_is_the_multivariate_normals_from_below(looks):
+    """scipy's multivariate normal (many points: slow, but right at alpha's scale) against the integral's level:
+    never above it (the Bonferroni over the earlier looks is conservative), and within 3e-4 for O'Brien-Fleming's
+    levels, 6e-4 for the equivalence test's (its earlier looks overlap more: 0.0439 against 0.0444)."""
+    from scipy.optimize import brentq
+    from scipy.stats import multivariate_normal, norm
+
+    t = np.array(looks, float) / looks[-1]
+    cov = np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
+    for interim, tolerance in (
+            (look_levels(0.05, looks)[:-1], 3e-4),
+            ([equivalence_spent(0.05, b) - equivalence_spent(0.05, a) for a, b in zip([0, *t], t)][:-1], 6e-4)):
+        z = [norm.isf(a) if a > 0 else 40.0 for a in interim]
+        mvn = multivariate_normal(np.zeros(len(t)), cov, maxpts=400_000, abseps=1e-9, releps=1e-7, seed=1)
+        exact = norm.sf(brentq(lambda c: 1 - mvn.cdf(z + [c]) - 0.05, 1.0, 3.0, xtol=1e-9))
+        mine = last_look_level(0.05, list(t), interim)
+        assert mine <= exact + 2e-5
+        assert mine == pytest.approx(exact, abs=tolerance)
+
+
+def test_the_looks_cross_at_most_alpha_by_simulation():
+    """Brownian motion at the looks' information, 400,000 draws: the chance that any look's statistic crosses its
+    level is at most alpha (standard error 0.00034), for both errors' levels."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(11)
+    looks = [1, 4, 8, 15]
+    t = np.array(looks) / 15
+    steps = rng.standard_normal((400_000, len(t))) * np.sqrt(np.diff(np.concatenate([[0.0], t])))
+    z = np.cumsum(steps, axis=1) / np.sqrt(t)
+    levels = quality_levels(0.05, looks)
+    for which in ("worse", "equivalent"):
+        bounds = np.array([norm.isf(getattr(v, which)) if getattr(v, which) > 0 else np.inf for v in levels])
+        crossed = float(np.mean((z > bounds).any(axis=1)))
+        assert 0.047 < crossed < 0.05 + 0.001, which
 
 
 def test_decide_look_stops_worse_on_a_clear_drop():
     evidence = PairedEvidence(method="t", n=200, estimate=0.10, se=0.01, df=199)  # 8 standard errors above m
-    assert decide_look(evidence, MARGIN, 0.005, family_size=96).stop == "worse"
+    assert decide_look(evidence, MARGIN, Levels(0.005, 0.005), family_size=96).stop == "worse"
     # the same drop at 4 standard errors passes level / family at 0.005 / 96 = 5.2e-5 (z 3.9) only just
     near = PairedEvidence(method="t", n=200, estimate=0.02 + 4 * 0.005, se=0.005, df=199)
-    assert decide_look(near, MARGIN, 0.005, family_size=96).stop == "worse"
-    assert decide_look(near, MARGIN, 0.005, family_size=96 * 10).stop is None
+    assert decide_look(near, MARGIN, Levels(0.005, 0.005), family_size=96).stop == "worse"
+    assert decide_look(near, MARGIN, Levels(0.005, 0.005), family_size=96 * 10).stop is None
 
 
 def test_decide_look_stops_equivalent_on_a_tight_interval():
     evidence = PairedEvidence(method="t", n=200, estimate=0.001, se=0.004, df=199)
-    assert decide_look(evidence, MARGIN, 0.005, family_size=96).stop == "equivalent"  # 0.001 + 2.6 x 0.004
+    # 0.001 + 2.6 x 0.004 < 0.02
+    assert decide_look(evidence, MARGIN, Levels(0.005, 0.005), family_size=96).stop == "equivalent"
     # a wider interval at a tiny early level does not stop
-    assert decide_look(evidence, MARGIN, 1e-12, family_size=96).stop is None
+    assert decide_look(evidence, MARGIN, Levels(1e-12, 1e-12), family_size=96).stop is None
+    # each test reads its own level: equivalence at the equivalence level whatever the worse test's
+    assert decide_look(evidence, MARGIN, Levels(0.0, 0.005), family_size=96).stop == "equivalent"
+    assert decide_look(evidence, MARGIN, Levels(0.005, 1e-12), family_size=96).stop is None
+    drop = PairedEvidence(method="t", n=200, estimate=0.10, se=0.01, df=199)
+    assert decide_look(drop, MARGIN, Levels(0.005, 0.0), family_size=96).stop == "worse"
+    assert decide_look(drop, MARGIN, Levels(1e-12, 0.005), family_size=96).stop is None
 
 
 def test_decide_look_goes_on_when_unsettled():
     evidence = PairedEvidence(method="t", n=200, estimate=0.02, se=0.01, df=199)
-    assert decide_look(evidence, MARGIN, 0.0444, family_size=96).stop is None
+    assert decide_look(evidence, MARGIN, Levels(0.0444, 0.0444), family_size=96).stop is None
 
 
 def test_decide_look_on_paired_evidence_of_documents():
     rng = np.random.default_rng(3)
     ref = rng.binomial(40, 0.8, size=200) / 40
-    assert decide_look(paired_evidence(ref, ref * 0.5), MARGIN, 0.0054, 96).stop == "worse"
+    assert decide_look(paired_evidence(ref, ref * 0.5), MARGIN, Levels(0.0054, 0.0054), 96).stop == "worse"
     cell = ref.copy()
     cell[:20] -= 0.025  # a little spread, no drop
     cell[20:40] += 0.025
-    assert decide_look(paired_evidence(ref, cell), MARGIN, 0.0054, 96).stop == "equivalent"
+    assert decide_look(paired_evidence(ref, cell), MARGIN, Levels(0.0054, 0.0054), 96).stop == "equivalent"
     # two identical sides are the score test of no flips in 200 documents: +-0.022 at 90% (stats.py's docstring
     # says +-0.013, the uncorrected figure), +-0.041 at 1 - 2 x 0.0054: never equivalent at a 0.02 margin
     same = paired_evidence(ref, ref)
     assert same.method == "score"
     assert same.interval(0.9)[1] > MARGIN
-    assert decide_look(same, MARGIN, 0.0054, 96).stop is None
-    assert decide_look(same, MARGIN, 0.0444, 96).stop is None
-    assert decide_look(same, 0.05, 0.0054, 96).stop == "equivalent"
+    assert decide_look(same, MARGIN, Levels(0.0054, 0.0054), 96).stop is None
+    assert decide_look(same, MARGIN, Levels(0.0444, 0.0444), 96).stop is None
+    assert decide_look(same, 0.05, Levels(0.0054, 0.0054), 96).stop == "equivalent"
 
 
 def test_a_look_at_level_zero_never_stops():
     evidence = PairedEvidence(method="t", n=200, estimate=0.6, se=0.03, df=199)
-    assert decide_look(evidence, MARGIN, 0.0, family_size=96).stop is None
+    assert decide_look(evidence, MARGIN, Levels(0.0, 0.0), family_size=96).stop is None
 
 
 def test_the_first_look_of_a_long_plan_spends_something():

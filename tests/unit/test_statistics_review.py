@@ -12,7 +12,7 @@ from evalharness.analysis.equivalence import decide, p_equivalent, samples_to_se
 from evalharness.analysis.gate import inconclusive_words
 from evalharness.analysis.plan import make_plan
 from evalharness.analysis.recommend import controlled_choice, equivalence_p, recommend
-from evalharness.analysis.sequential import final_alpha, look_levels
+from evalharness.analysis.sequential import final_levels, look_levels, quality_levels
 from evalharness.analysis.stats import PairedEvidence, paired_evidence
 from evalharness.cli import main
 from evalharness.matrix.quality import QualitySection
@@ -84,7 +84,7 @@ def test_finding_3_looks_that_do_not_end_at_the_planned_repeats_are_refused():
     assert section.looks_for("t") == [2, 4, 8] and section.looks_for("u") == [8, 15, 30]
     # the alpha spent over looks that end at the plan adds up to alpha once, never twice
     assert sum(look_levels(0.05, section.looks_for("u"))) == pytest.approx(0.05)
-    assert final_alpha(0.05, section.looks_for("u"), 30) == pytest.approx(look_levels(0.05, [8, 15, 30])[-1])
+    assert final_levels(0.05, section.looks_for("u"), 30) == quality_levels(0.05, [8, 15, 30])[-1]
 
 
 def test_finding_3_a_matrix_with_looks_past_the_plan_exits_2(tmp_path, capsys):
@@ -133,13 +133,13 @@ def test_finding_5_a_screened_cell_never_passes_the_gate_on_a_share_of_its_docum
 
 
 def test_finding_6_intervals_carry_the_confidence_they_were_decided_at(tmp_path):
-    """A task that stopped at the third of four default looks was decided at 0.0055: its interval is 98.9%, not the
-    90% the header printed."""
+    """A task that stopped at the third of four default looks was decided at the equivalence level that look spent
+    (0.0094): its interval is 98.1%, not the 90% the header printed."""
     evidence = paired_evidence([1.0] * 150 + [0.0] * 50, [1.0] * 150 + [0.0] * 50)
     drift = TaskDrift(task="t")
-    level = final_alpha(0.05, [1, 2, 4, 8], 4)
+    level = final_levels(0.05, [1, 2, 4, 8], 4).equivalent
     apply_decision(drift, decide(evidence, 0.05, level, evidence.p_above(0.05)), 0.05)
-    assert drift.confidence == pytest.approx(1 - 2 * level) and drift.confidence > 0.988
+    assert drift.confidence == pytest.approx(1 - 2 * level) and drift.confidence > 0.98
     assert drift.ci_high - drift.ci_low > 2 * evidence.bound(0.95, "upper")  # wider than the 90% one
     values = [1.0] * 150 + [0.0] * 50
     run = _run_with(tmp_path, {"ref": _scores(tmp_path, "ref", {"t": values}),
