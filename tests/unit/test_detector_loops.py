@@ -4,7 +4,7 @@ run judged by its share, a short soup with ';' and '=' not code, LaTeX not rever
 from evalharness.phases.detectors import Sample, judge
 from evalharness.phases.detectors.classic import symbol_soup
 from evalharness.phases.detectors.language import prose_words
-from evalharness.phases.detectors.loops import longest_loop, loop_repeat, loops_to_the_end
+from evalharness.phases.detectors.loops import LONG_UNIT, longest_loop, loop_repeat, loops_to_the_end
 from evalharness.phases.detectors.nonwords import reversed_text
 from evalharness.phases.detectors.repetition import char_run, phrase_repeat
 
@@ -138,3 +138,29 @@ def test_a_sampled_loop_whose_copies_change_a_word_is_still_a_loop_but_a_list_ch
     listing = "".join(f"Next, the crate of {item} goes on the truck only if the scale still reads under the limit of "
                       f"the axle, so I check the scale again. " for item in items)
     assert loop_repeat(Sample(output="Loading the truck. " + listing)) is None
+
+
+def test_a_paragraph_three_times_to_the_budget_is_a_loop_but_three_times_before_an_answer_is_not():
+    # the shape of a GSM8K answer cut at its budget in the fourth copy of a 173-token paragraph (docs/quality.md)
+    paragraph = ("Wait, maybe I should think of it as he had six balls, he drops three of them, so he has three left, "
+                 "and then he picks up two more, which would make five, but the problem says he adds two balls each "
+                 "round after the first one, so after the second round he has five and after the third round he has "
+                 "seven, unless the dropped balls are not picked up again before the next round starts. Hmm, the "
+                 "question asks how many balls he is juggling at the end of the show, not how many he dropped, so I "
+                 "need the count after the last round, which depends on whether he stops adding balls when he drops. ")
+    reasoning = "Josh starts with 3 balls and adds 2 each round. Let me count the rounds one at a time. "
+    cut = reasoning + paragraph * 3 + paragraph[:150]
+    assert LONG_UNIT <= longest_loop(cut).period < 200  # tokens: words, numbers and punctuation (about 130)
+    assert loop_repeat(Sample(output=cut)).strength == "hard"
+    assert loops_to_the_end(cut)
+    # the same three copies followed by an answer: a chain that repeated itself and moved on is not cut in a loop
+    moved_on = reasoning + paragraph * 3 + paragraph[:150] + " So the answer is 7 balls.\n\n**Answer: 7**"
+    assert not loops_to_the_end(moved_on)
+    assert loop_repeat(Sample(output=moved_on)).strength == "soft"
+    # fewer than three copies to the end, or a shorter unit three times, stays below the hard finding
+    assert not loops_to_the_end(reasoning + paragraph * 2 + paragraph[:150])
+    sentence = "Wait, so the farmer has to make two trips with the truck, since the total is exactly 4500 pounds. "
+    short = reasoning + sentence * 3 + sentence[:40]
+    assert not loops_to_the_end(short)
+    found = loop_repeat(Sample(output=short))
+    assert found is None or found.strength == "soft"

@@ -9,13 +9,17 @@ back to back, `(run + p) / p` times. Near-exact repeats: a sampled model's copie
 (`_bridged`: gaps of at most MAX_GAP differing words between matches of MIN_FLANK tokens, at two or more offsets of
 the unit); numbers and symbols must match, so an enumeration ('for k = 1 ... for k = 2 ...') is not a loop, and a
 template whose one word slot changes (a list checked item by item) is not either. On the rebuilt R1-distill batch
-(docs/quality.md) this took loops caught from 10 to 11 of 16, with no healthy chain of 405 marked.
+(docs/quality.md) this took loops caught from 10 to 11 of 16 (12 with LONG_UNIT's rule), no healthy chain of 405 marked.
 
 Healthy long chains of thought repeat a sub-calculation two to four times, and rarely word for word back to back;
 a loop runs until it is cut off. So:
 - hard: at least LOOP_REPEATS copies back to back covering at least LOOP_MIN_TOKENS tokens, and either the
   repeated stretch runs to the end of the text (cut off inside the loop) or it covers LOOP_MIN_SHARE of the text;
 - soft: at least SOFT_REPEATS copies over LOOP_MIN_TOKENS tokens anywhere (it needs a second soft finding).
+A unit of LONG_UNIT tokens or more (two sentences) is a hard finding at LONG_END_REPEATS copies when they run to the
+end: a short budget cuts a paragraph loop early (a GSM8K answer cut at 2,000 tokens in the fourth copy of a
+173-token paragraph). No healthy chain of the 405 in docs/quality.md, nor of the detector corpus, ends in three
+copies of any unit of 20 tokens or more.
 A unit without a letter ('= (16 * 315) / 10 =', '1 +') counts only when it runs to the end of the text
 LETTERLESS_REPEATS times or more: a table's rule or a matrix's rows repeat by design, but not until the budget.
 A unit shorter than LOOP_MIN_PERIOD is a hard finding only at the end of a chain that reasoned first
@@ -57,6 +61,7 @@ SHORT_END_REPEATS, SHORT_END_PRIOR = 8, 48  # a short unit at the end of a chain
 LOOP_MIN_PERIOD = 12  # tokens: about a sentence; shorter units are phrase_repeat's (n-grams of 4 to 8 words)
 LOOP_MIN_SHARE = 0.3
 MAX_GAP, MIN_FLANK = 2, 4  # a sampled loop's copies may differ by a word or two between matches of 4+ tokens
+LONG_UNIT, LONG_END_REPEATS = 50, 3  # two sentences or more (50+ tokens) three times back to back to the end
 
 
 @dataclass(frozen=True)
@@ -206,25 +211,30 @@ def loop_repeat(sample: Sample) -> Finding | None:
     """A unit of any length repeated back to back (see the module docstring for the thresholds)."""
     found = longest_loop(sample.output, min_period=LOOP_MIN_PERIOD)
     if found is None or found.length < LOOP_MIN_TOKENS:
-        return _short_loop_at_the_end(sample.output)
+        return _loop_at_the_end(sample.output)
     unit = " ".join(found.unit.split())
     evidence = (f"{clip(unit, 70)!r} ({found.period} tokens) x{found.repeats:.1f} back to back, "
                 f"{found.length} of {found.total} tokens" + (", to the end" if found.at_end else ""))
     if found.repeats >= LOOP_REPEATS and (found.at_end or found.share >= LOOP_MIN_SHARE):
         return Finding(detector="loop", strength="hard", evidence=evidence)
-    return _short_loop_at_the_end(sample.output) or Finding(detector="loop", strength="soft", evidence=evidence)
+    return _loop_at_the_end(sample.output) or Finding(detector="loop", strength="soft", evidence=evidence)
 
 
-def _short_loop_at_the_end(text: str) -> Finding | None:
-    """A chain that reasoned and then fell into a short unit until the budget ('Wait, 3150 + 50 is 3200?' eleven
-    times after 5,000 characters of arithmetic): SHORT_END_REPEATS copies or more at the very end after at least
-    SHORT_END_PRIOR tokens of other text. A text that is nothing but its refrain (a title line and a song's chorus)
-    is phrase_repeat's to judge (soft). The prior text is counted in tokens, not as a share of the text: a loop
-    reported in an issue is cut by its reporter, so its share says more about the paste than about the chain."""
+def _loop_at_the_end(text: str) -> Finding | None:
+    """The chain's end inside a loop that the longest stretch anywhere did not show: a paragraph repeated
+    LONG_END_REPEATS times to the budget (a GSM8K answer cut at 2,000 tokens in its fourth copy of a 173-token
+    paragraph), or a short unit SHORT_END_REPEATS times or more after at least SHORT_END_PRIOR tokens of other text
+    ('Wait, 3150 + 50 is 3200?' eleven times after 5,000 characters of arithmetic). A text that is nothing but its
+    refrain (a title line and a song's chorus) is phrase_repeat's to judge (soft). The prior text is counted in
+    tokens, not as a share of the text: a loop reported in an issue is cut by its reporter, so its share says more
+    about the paste than about the chain."""
     found = tail_loop(text)
-    if found is None or found.period >= LOOP_MIN_PERIOD or found.repeats < SHORT_END_REPEATS:
+    if found is None:
         return None
-    if found.total - found.length < SHORT_END_PRIOR:
+    if found.period >= LOOP_MIN_PERIOD:
+        if found.period < LONG_UNIT:
+            return None
+    elif found.repeats < SHORT_END_REPEATS or found.total - found.length < SHORT_END_PRIOR:
         return None
     unit = " ".join(found.unit.split())
     return Finding(detector="loop", strength="hard", evidence=f"{clip(unit, 70)!r} ({found.period} tokens) "
@@ -268,10 +278,18 @@ def _loop_to_the_end(text: str, codes: np.ndarray, matches: list[re.Match], peri
         start = n - length - (0 if same[-1] else 1)
         unit = matches[start : start + period]
         letter = any(ch.isalpha() for m in unit for ch in m.group(0))
-        if length >= (LOOP_REPEATS if letter else LETTERLESS_REPEATS) * period:
+        if length >= _end_repeats(period, letter) * period:
             best = Loop(period=period, start=start, length=length, total=n,
                         unit=text[unit[0].start() : unit[-1].end()])
     return best
+
+
+def _end_repeats(period: int, letter: bool) -> int:
+    """Copies a unit needs to count as a loop to the end of a chain: a unit without a letter LETTERLESS_REPEATS, a
+    paragraph (LONG_UNIT tokens or more) LONG_END_REPEATS, any other LOOP_REPEATS."""
+    if not letter:
+        return LETTERLESS_REPEATS
+    return LONG_END_REPEATS if period >= LONG_UNIT else LOOP_REPEATS
 
 
 def loops_to_the_end(text: str) -> bool:
