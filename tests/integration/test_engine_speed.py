@@ -78,24 +78,29 @@ def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_pat
     assert [f.disturbed for f in quiet.repeat_figures] == [""] * 3, [f.host for f in quiet.repeat_figures]
     assert all(f.host["foreign_cores"] < 0.2 for f in quiet.repeat_figures)
 
-    burners = _burn(tmp_path / "burners")
     real = speedloop.measure_repeat
-    calls = []
+    # the burners run through the first repeat only; where the scheduler kept them off it (twice in 2026-12-05's
+    # runs the window saw 0.03 foreign cores though both burners had spun), burn and measure again, in a new folder
+    for attempt in range(3):
+        burners = _burn(tmp_path / f"burners-{attempt}")
 
-    def first_repeat_busy(*args, **kwargs):  # the burners run through the first repeat only
+        def first_repeat_busy(*args, burners=burners, **kwargs):
+            try:
+                return real(*args, **kwargs)
+            finally:
+                _stop(burners)
+
+        monkeypatch.setattr(speedloop, "measure_repeat", first_repeat_busy)
         try:
-            return real(*args, **kwargs)
+            busy = speedloop.measure_scenario(client, scenario, tmp_path / f"busy-{attempt}",
+                                              after_warmup=lambda: None, reference=quiet, is_reference=False,
+                                              watch_host=True)
         finally:
-            calls.append(1)
             _stop(burners)
-
-    monkeypatch.setattr(speedloop, "measure_repeat", first_repeat_busy)
-    try:
-        busy = speedloop.measure_scenario(client, scenario, tmp_path / "busy", after_warmup=lambda: None,
-                                          reference=quiet, is_reference=False, watch_host=True)
-    finally:
-        _stop(burners)
-    first = busy.repeat_figures[0]
+            monkeypatch.setattr(speedloop, "measure_repeat", real)
+        first = busy.repeat_figures[0]
+        if first.host["foreign_cores"] > 0.5:
+            break
     # two burners on two cores beside the engine got 0.85 of them in CI (2026-12-03): far above the 0.2 limit
     assert "other processes kept" in first.disturbed and first.host["foreign_cores"] > 0.5, first.host
     assert len(busy.repeat_figures) == 4 and [bool(f.disturbed) for f in busy.repeat_figures[1:]] == [False] * 3
@@ -104,5 +109,5 @@ def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_pat
     verdict = scenario_verdict(busy, quiet)
     assert verdict.set_aside == (1, 0) and verdict.kept == (3, 3)
     # what a re-run of the cell on --resume finds: every repeat, the disturbed one with its reason
-    again = speedloop.load_repeats(tmp_path / "busy", scenario)
+    again = speedloop.load_repeats(tmp_path / f"busy-{attempt}", scenario)
     assert [f.disturbed == b.disturbed for (f, _), b in zip(again, busy.repeat_figures)] == [True] * 4
