@@ -59,7 +59,6 @@ class TaskDecision:
     p_worse_adjusted: float
     settle_factor: float | None  # inconclusive: how many times both sides' samples would settle it (None: cannot)
     level: float = DEFAULT_ALPHA  # the alpha equivalence was tested at: the interval is 1 - 2 level
-    worse_level: float = DEFAULT_ALPHA  # the alpha the Holm-adjusted worse p was compared with
     p_equivalent: float = 1.0  # TOST's p-value (the larger of the two one-sided tests), before any adjustment
 
 
@@ -76,12 +75,10 @@ def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjust
     spends each error its own way)."""
     low, high = evidence.interval(1 - 2 * alpha)
     equivalent = -margin < low and high < margin
-    worse_level = alpha if worse_alpha is None else worse_alpha
-    worse = p_worse_adjusted < worse_level
+    worse = p_worse_adjusted < (alpha if worse_alpha is None else worse_alpha)
     outcome: Outcome = "worse" if worse else "equivalent" if equivalent else "inconclusive"
     return TaskDecision(outcome=outcome, noninferior=high < margin, drop_low=low, drop_high=high,
                         p_worse=evidence.p_above(margin), p_worse_adjusted=p_worse_adjusted, level=alpha,
-                        worse_level=worse_level,
                         p_equivalent=p_equivalent(evidence, margin),
                         settle_factor=None if outcome != "inconclusive" else
                         samples_to_settle(evidence, margin, alpha, family_size))
