@@ -27,11 +27,14 @@ mmlu_pro 210 at 0.82, ifeval 200 at 0.88, margin 0.02, alpha 0.05, consistency 0
 `sizing.repeats_for_task` plans for 24 cells x 4 tasks: gsm8k 15/44, gpqa 30/118, mmlu_pro 26/118, ifeval 22/93)
 and `demo` (the demo's four shipped tasks at their reference accuracies, 60 documents each, greedy single samples,
 margin 0.1). Every verdict is the package's: `paired_evidence`, `equivalence.p_equivalent`, `recommend.equivalence_p`
-and `recommend.controlled_choice`. Runs are decided by a numpy replica of the first two (thousands of runs in
-seconds); the first `--check` runs of every line are also decided by the package's own functions, and the script
-exits 1 if any disagree.
+and `recommend.controlled_choice`. Runs are decided by a numpy replica of the first two whose pass-side p-values
+on the t path are the package's calibrated test itself (`nullboot.calibrated_p_rows`: the bootstrap of t under the
+tilted null, the same resamples, about 2 ms a comparison, which is why the lines run fewer runs than before the
+calibration: 2,000 a recommendation line, 500 with the four tasks, 4,000 a task line); the first `--check` runs of
+every line are also decided by the package's own functions, and the script exits 1 if any disagree.
 
-    .venv/bin/python benchmarks/recommendation.py [--regime sm120|demo|all] [--trials 4000] [--seed 1] [--check 20]
+    .venv/bin/python benchmarks/recommendation.py [--regime sm120|demo|all] [--trials 2000] [--four-task-trials 500]
+        [--task-trials 4000] [--seed 1] [--check 20]
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ def package_equivalence_p(refs: Sequence[np.ndarray], cells: Sequence[np.ndarray
     """One run through the package: refs[k] (n,), cells[k] (C, n) -> each cell's `equivalence_p` over its tasks."""
     out = []
     for c in range(cells[0].shape[0]):
-        tasks = [TaskDrift(task=name, p_equivalent=p_equivalent(paired_evidence(refs[k], cells[k][c]), margin),
+        tasks = [TaskDrift(task=name, p_equivalent=p_equivalent(paired_evidence(refs[k], cells[k][c]), margin, alpha),
                            level=alpha) for k, name in enumerate(names)]
         out.append(equivalence_p(CellDrift(cell=str(c), tasks=tasks), alpha))
     return out
@@ -124,7 +127,7 @@ def simulate_choice(tasks: Sequence[TaskSpec], changes: Sequence[Sequence[float]
             ref, cell = draw(task, rng, size, [c[k] for c in changes])
             refs.append(ref)
             cells.append(cell)
-            p_task.append(task_tests(ref, cell, margin).p_equivalent)
+            p_task.append(task_tests(ref, cell, margin, calibrate=True, level=alpha).p_equivalent)
         p_cell = np.minimum(1.0, np.max(np.stack(p_task, axis=-1), axis=-1))  # (T, C): equivalence_p at level alpha
         chosen = _holm_first(p_cell, alpha)
         own = p_cell < alpha  # each cell's own verdict: equivalent on every task
@@ -147,13 +150,12 @@ def simulate_task(task: TaskSpec, change: float, *, margin: float, alpha: float,
     (pass: the one-sided upper bound below the margin; equivalent: the 90% interval inside +-margin)."""
     rng = np.random.default_rng(list(seed))
     ref, cell = draw(task, rng, trials, [change])
-    tests = task_tests(ref, cell, margin)
+    tests = task_tests(ref, cell, margin, calibrate=True, level=alpha)
     passed = tests.p_below_margin[:, 0] < alpha
     equivalent = tests.p_equivalent[:, 0] < alpha
     checked = agreed = 0
     for i in range(min(trials, check)):
-        evidence = paired_evidence(ref[i], cell[i, 0])
-        low, high = evidence.interval(1 - 2 * alpha)
+        low, high = paired_evidence(ref[i], cell[i, 0]).equivalence_bounds(margin, alpha)
         checked += 1
         agreed += bool((high < margin) == passed[i] and (-margin < low and high < margin) == equivalent[i])
     return passed, equivalent, checked, agreed
@@ -252,13 +254,15 @@ def _verdict(ok: bool, what: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--regime", choices=["sm120", "demo", "all"], default="all")
-    parser.add_argument("--trials", type=int, default=4000, help="runs per recommendation line")
-    parser.add_argument("--task-trials", type=int, default=20000, help="runs per task line (false pass, equivalent)")
+    parser.add_argument("--trials", type=int, default=2000, help="runs per recommendation line")
+    parser.add_argument("--four-task-trials", type=int, default=500,
+                        help="runs per line with the four sm120 tasks (each comparison resampled: about 4x gsm8k's)")
+    parser.add_argument("--task-trials", type=int, default=4000, help="runs per task line (false pass, equivalent)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check", type=int, default=20, help="runs per line also decided by the package's functions")
     args = parser.parse_args(argv)
-    if args.trials < 1 or args.task_trials < 1 or args.check < 0:
-        parser.error("--trials and --task-trials must be at least 1 and --check at least 0")
+    if args.trials < 1 or args.task_trials < 1 or args.four_task_trials < 1 or args.check < 0:
+        parser.error("--trials, --task-trials and --four-task-trials must be at least 1 and --check at least 0")
     start = time.perf_counter()
     verdicts = []
     alpha = 0.05
@@ -270,7 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                        alpha=alpha, trials=args.trials, seed=args.seed, check=args.check,
                                        counts=(1, 5, 10))
         recommendation_lines("sm120, four tasks, the candidates at the margin on gsm8k", tasks, margin=margin,
-                             alpha=alpha, trials=args.trials, seed=args.seed, check=args.check, counts=(1, 5, 10))
+                             alpha=alpha, trials=args.four_task_trials, seed=args.seed, check=args.check,
+                             counts=(1, 5, 10))
         verdicts.append(_verdict(figures[10]["false"] <= alpha + 2 * (alpha * (1 - alpha) / args.trials) ** 0.5,
                                  f"false recommendation with 10 candidates at the margin at most 5% (+ two standard "
                                  f"errors): {figures[10]['false']:.2%} (the replaced rule {figures[10]['old']:.2%})"))

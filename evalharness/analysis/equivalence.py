@@ -12,7 +12,12 @@ For one task of one cell, with the drop D (reference minus cell, positive is wor
 The gate passes a task on **non-inferiority** (the one-sided 95% upper bound below m; no adjustment is needed for
 "every task passes": an intersection-union test keeps alpha), fails it on **worse**, and is otherwise inconclusive.
 A cell is worse when any task is; equivalent (or non-inferior) when every task is; otherwise inconclusive.
-Each test is the one its interval inverts (analysis/stats.py `PairedEvidence`), so verdict and interval agree.
+Each test is the one its interval inverts (analysis/stats.py `PairedEvidence`), so verdict and interval agree. On
+the t path (per-document means) the two tests that let a cell through, the pass ("D >= m" rejected) and the gain
+side of equivalence ("D <= -m" rejected), are the calibrated bootstrap of analysis/nullboot.py, each interval end
+that test's bound at its own margin: the plain t passes a cell truly at the margin up to 1.1x alpha and calls a cell
+better by the margin "equivalent" up to 1.9x alpha at accuracy 0.95 (issue 37). The worse test stays the t: it must
+reach Holm's and a first look's small levels, where no resampling can, and errs on the safe side there.
 """
 
 from __future__ import annotations
@@ -62,10 +67,11 @@ class TaskDecision:
     p_equivalent: float = 1.0  # TOST's p-value (the larger of the two one-sided tests), before any adjustment
 
 
-def p_equivalent(evidence: PairedEvidence, margin: float) -> float:
+def p_equivalent(evidence: PairedEvidence, margin: float, level: float = DEFAULT_ALPHA) -> float:
     """TOST's p-value for equivalence within +-margin: the larger of the one-sided p-values of "drop >= margin" and
-    "drop <= -margin"; equivalent at level a exactly when the (1 - 2a) interval lies inside (-margin, margin)."""
-    return max(evidence.p_below(margin), evidence.p_above(-margin))
+    "drop <= -margin", each by the calibrated pass (analysis/nullboot.py) on the t path; equivalent at `level`
+    exactly when `PairedEvidence.equivalence_bounds` at that level lie inside (-margin, margin)."""
+    return max(evidence.calibrated_p(margin, "below", level), evidence.calibrated_p(-margin, "above", level))
 
 
 def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjusted: float,
@@ -73,13 +79,13 @@ def decide(evidence: PairedEvidence, margin: float, alpha: float, p_worse_adjust
     """`alpha`: the interval's and the equivalence test's level; `worse_alpha` (default `alpha`) the level the
     Holm-adjusted worse p is compared with (they differ for a task that looked sequentially: analysis/sequential.py
     spends each error its own way)."""
-    low, high = evidence.interval(1 - 2 * alpha)
+    low, high = evidence.equivalence_bounds(margin, alpha)
     equivalent = -margin < low and high < margin
     worse = p_worse_adjusted < (alpha if worse_alpha is None else worse_alpha)
     outcome: Outcome = "worse" if worse else "equivalent" if equivalent else "inconclusive"
     return TaskDecision(outcome=outcome, noninferior=high < margin, drop_low=low, drop_high=high,
                         p_worse=evidence.p_above(margin), p_worse_adjusted=p_worse_adjusted, level=alpha,
-                        p_equivalent=p_equivalent(evidence, margin),
+                        p_equivalent=p_equivalent(evidence, margin, alpha),
                         settle_factor=None if outcome != "inconclusive" else
                         samples_to_settle(evidence, margin, alpha, family_size))
 

@@ -153,7 +153,7 @@ def decide_look(evidence: PairedEvidence, margin: float, level: Levels, family_s
     if level.worse > 0 and evidence.p_above(margin) < level.worse / max(1, family_size):
         return LookDecision("worse", level)
     if level.equivalent > 0:
-        low, high = evidence.interval(1 - 2 * level.equivalent)
+        low, high = evidence.equivalence_bounds(margin, level.equivalent)  # the verdict's own test (calibrated)
         if -margin < low and high < margin:
             return LookDecision("equivalent", level)
     return LookDecision(None, level)

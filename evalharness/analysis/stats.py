@@ -27,12 +27,15 @@ cases and by simulation (tests/unit/test_equivalence.py, benchmarks/gate_false_a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from functools import lru_cache
+from dataclasses import dataclass, field
 from typing import Literal, Sequence
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import binomtest, norm, t as student_t
+
+from evalharness.analysis import nullboot
 
 Method = Literal["score", "t"]
 
@@ -75,6 +78,10 @@ class PairedEvidence:
     gained: int = 0
     se: float = 0.0  # t method: the drop's standard error over documents, and its degrees of freedom
     df: int = 0
+    # t method: the per-document drops and weights the calibrated pass resamples (analysis/nullboot.py); empty: the
+    # t-test alone (evidence built from summaries, or `paired_evidence(..., calibrate=False)`)
+    drops: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    weights: tuple[float, ...] | None = field(default=None, repr=False, compare=False)
 
     def statistic(self, delta: float) -> float:
         if self.method == "score":
@@ -119,6 +126,39 @@ class PairedEvidence:
         level = (1 + confidence) / 2
         return self.bound(level, "lower"), self.bound(level, "upper")
 
+    def _null(self, delta: float, level: float, rejecting_side: bool) -> np.ndarray | None:
+        # only where the estimate lies on the side of delta that can reject: beyond it the t's p-value is above one
+        # half and its bound beyond delta, as the resamples' would be, and no level decides otherwise (2 ms saved)
+        if self.method != "t" or not self.drops or self.se <= 0 or not rejecting_side:
+            return None
+        return _null_t(self.drops, self.weights, float(delta), nullboot.resamples_for(level))
+
+    def calibrated_p(self, delta: float, side: nullboot.Side, level: float) -> float:
+        """The pass side's one-sided p-value (side "below": H0 "drop >= delta"; "above": H0 "drop <= delta") by the
+        calibrated test (analysis/nullboot.py) where the t path has its documents, else `p_below` / `p_above`.
+        `level`: the level it will be compared with (it sets the resamples)."""
+        null = self._null(delta, level, self.estimate < delta if side == "below" else self.estimate > delta)
+        if null is None:
+            return self.p_below(delta) if side == "below" else self.p_above(delta)
+        return nullboot.p_value(self.statistic(delta), null, side)
+
+    def calibrated_bound(self, level: float, side: Literal["lower", "upper"], delta: float) -> float:
+        """The one-sided `level` bound that agrees with `calibrated_p` at delta: the upper bound is below delta
+        exactly when "drop >= delta" is rejected at 1 - level (side "lower": above delta exactly when "drop <=
+        delta" is). Clipped to [-1, 1] like the score test's."""
+        null = self._null(delta, 1 - level, self.estimate < delta if side == "upper" else self.estimate > delta)
+        if null is None:
+            return self.bound(level, side)
+        c = nullboot.critical(null, 1 - level, "below" if side == "upper" else "above")
+        return float(min(1.0, max(-1.0, self.estimate - c * self.se)))
+
+    def equivalence_bounds(self, margin: float, level: float) -> tuple[float, float]:
+        """The drop's (1 - 2 level) interval the verdicts read: each end the one-sided bound of the calibrated test
+        at its own margin (the upper end's null at +margin, the lower end's at -margin), so the upper end is below
+        the margin exactly when the gate's pass test rejects and the interval lies inside +-margin exactly when
+        TOST does. On the score path (and where nothing is resampled) the score test's or the t's own interval."""
+        return (self.calibrated_bound(1 - level, "lower", -margin), self.calibrated_bound(1 - level, "upper", margin))
+
     def standard_error(self) -> float:
         """The drop's standard error (for the score method, the 95% interval's half-width over 1.96), for pooling
         tasks and for sizing: how much the interval must shrink."""
@@ -128,8 +168,16 @@ class PairedEvidence:
         return (high - low) / (2 * 1.959964)
 
 
+@lru_cache(maxsize=512)
+def _null_t(drops: tuple[float, ...], weights: tuple[float, ...] | None, delta: float,
+            resamples: int) -> np.ndarray | None:
+    """nullboot.null_t, kept per evidence and null: a decision asks for the p-value and the bound at the same null,
+    and a report refresh decides every task again."""
+    return nullboot.null_t(drops, weights, delta, resamples)
+
+
 def paired_evidence(reference: Sequence[float], cell: Sequence[float], *, weights: Sequence[float] | None = None,
-                    higher_is_better: bool = True) -> PairedEvidence:
+                    higher_is_better: bool = True, calibrate: bool = True) -> PairedEvidence:
     """The paired drop between two sides' per-document scores (each a mean over that side's repeats; `weights`: a
     pooled metric's instructions per document, the same on both sides). Both sides all 0/1 and unweighted: the score
     test on the flips; otherwise the t-test over documents. A t-test whose differences do not vary at all (every
@@ -154,7 +202,9 @@ def paired_evidence(reference: Sequence[float], cell: Sequence[float], *, weight
     if se < 1e-12:
         return PairedEvidence(method="score", n=n, estimate=0.0) if abs(estimate) < 1e-12 else \
             PairedEvidence(method="t", n=n, estimate=estimate, se=1.0 / n, df=n - 1)
-    return PairedEvidence(method="t", n=n, estimate=estimate, se=se, df=n - 1)
+    kept = {"drops": tuple(drops.tolist()), "weights": None if weights is None else tuple(w.tolist())} \
+        if calibrate else {}
+    return PairedEvidence(method="t", n=n, estimate=estimate, se=se, df=n - 1, **kept)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

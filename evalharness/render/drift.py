@@ -93,8 +93,10 @@ def drift_section(run: RunResult) -> list[str]:
            "the time; otherwise **inconclusive**, with the samples, both sides counted, that would settle it with "
            "80% probability if the estimate held. "
            "Single 0/1 samples are tested with the paired score test (continuity-corrected, never a zero-width "
-           "interval), per-document means with a t-test over documents. The p-value is the same test's, of no "
-           "difference."]
+           "interval), per-document means with a t-test over documents, whose interval ends, and the tests that let a "
+           "cell through (its upper end below m, its lower end above -m), are calibrated by a bootstrap of t under "
+           "the null at each margin (the plain t lets a cell at the margin through more often than alpha at high "
+           "accuracy). The p-value is the t's, of no difference."]
     if run.noise:
         out += ["", "The rows marked A/A (within one launch) compare the reference with itself: its repeats split into "
                     "two disjoint halves of seeds, each half R/2 repeats, so the row is the answers' own noise within "
