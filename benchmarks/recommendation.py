@@ -30,11 +30,11 @@ margin 0.1). Every verdict is the package's: `paired_evidence`, `equivalence.p_e
 and `recommend.controlled_choice`. Runs are decided by a numpy replica of the first two whose pass-side p-values
 on the t path are the package's calibrated test itself (`nullboot.calibrated_p_rows`: the bootstrap of t under the
 tilted null, the same resamples, about 2 ms a comparison, which is why the lines run fewer runs than before the
-calibration: 2,000 a recommendation line, 500 with the four tasks, 4,000 a task line); the first `--check` runs of
+calibration: 2,000 a recommendation line, 500 with the four tasks, 16,000 a task line); the first `--check` runs of
 every line are also decided by the package's own functions, and the script exits 1 if any disagree.
 
     .venv/bin/python benchmarks/recommendation.py [--regime sm120|demo|all] [--trials 2000] [--four-task-trials 500]
-        [--task-trials 4000] [--seed 1] [--check 20]
+        [--task-trials 16000] [--seed 1] [--check 20]
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=2000, help="runs per recommendation line")
     parser.add_argument("--four-task-trials", type=int, default=500,
                         help="runs per line with the four sm120 tasks (each comparison resampled: about 4x gsm8k's)")
-    parser.add_argument("--task-trials", type=int, default=4000, help="runs per task line (false pass, equivalent)")
+    parser.add_argument("--task-trials", type=int, default=16000, help="runs per task line (false pass, equivalent)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check", type=int, default=20, help="runs per line also decided by the package's functions")
     args = parser.parse_args(argv)
