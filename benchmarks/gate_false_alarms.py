@@ -47,9 +47,9 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
-from evalharness.analysis import nullboot, sizing  # noqa: E402
+from evalharness.analysis import sizing  # noqa: E402
 from evalharness.analysis.equivalence import decide_family, gate_outcome  # noqa: E402
-from evalharness.analysis.stats import holm, paired_evidence, tango_z  # noqa: E402
+from evalharness.analysis.stats import PairedEvidence, holm, paired_evidence, tango_z  # noqa: E402
 
 PASS, INCONCLUSIVE, FAIL = 0, 1, 2
 OUTCOME_CODE = {"pass": PASS, "inconclusive": INCONCLUSIVE, "fail": FAIL}
@@ -158,7 +158,7 @@ def task_tests(ref: np.ndarray, cell: np.ndarray, margin: float, calibrate: bool
     """For a (T, n) reference and (T, C, n) cells: `paired_evidence(ref, cell)`'s one-sided p-values at +-margin,
     replicated in numpy (0/1 on both sides: Tango's score test; otherwise the t-test over documents, with the
     package's fallbacks where the differences do not vary). `calibrate`: the two pass-side p-values on the t path
-    by the package's calibrated test (analysis/nullboot.py, its own function on each row, resamples for `level`:
+    by the package's calibrated test (`PairedEvidence.calibrated_p` on each comparison, resamples for `level`:
     about 2 ms a row, too slow for this benchmark's 192,000 comparisons a line, so its lines use the t alone and
     benchmarks/recommendation.py measures the calibrated pass)."""
     n = ref.shape[-1]
@@ -183,12 +183,12 @@ def task_tests(ref: np.ndarray, cell: np.ndarray, margin: float, calibrate: bool
         return np.where(score, norm.cdf(tango_z(lost, gained, n, delta)), t_cdf(delta))
 
     below, above_minus = cdf(margin), 1.0 - cdf(-margin)
-    if calibrate:
-        rows = drops.reshape(-1, n)
-        t_path = ~score.reshape(-1)
-        for p, delta, side in ((below, margin, "below"), (above_minus, -margin, "above")):
-            flat = p.reshape(-1)
-            flat[t_path] = nullboot.calibrated_p_rows(rows[t_path], delta, side, level, flat[t_path])
+    if calibrate:  # the package's own PairedEvidence per t-path comparison (where it keeps the documents)
+        for at in zip(*np.nonzero(~score & ~flat)):
+            evidence = PairedEvidence(method="t", n=n, estimate=float(estimate[at]), se=float(se[at]), df=n - 1,
+                                      drops=tuple(drops[at].tolist()))
+            below[at] = evidence.calibrated_p(margin, "below", level)
+            above_minus[at] = evidence.calibrated_p(-margin, "above", level)
     return Tests(p_below_margin=below, p_above_minus_margin=above_minus, p_above_margin=1.0 - cdf(margin))
 
 

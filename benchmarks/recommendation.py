@@ -28,8 +28,8 @@ mmlu_pro 210 at 0.82, ifeval 200 at 0.88, margin 0.02, alpha 0.05, consistency 0
 and `demo` (the demo's four shipped tasks at their reference accuracies, 60 documents each, greedy single samples,
 margin 0.1). Every verdict is the package's: `paired_evidence`, `equivalence.p_equivalent`, `recommend.equivalence_p`
 and `recommend.controlled_choice`. Runs are decided by a numpy replica of the first two whose pass-side p-values
-on the t path are the package's calibrated test itself (`nullboot.calibrated_p_rows`: the bootstrap of t under the
-tilted null, the same resamples, about 2 ms a comparison, which is why the lines run fewer runs than before the
+on the t path are the package's calibrated test itself (`PairedEvidence.calibrated_p` on each comparison: the
+bootstrap of t under the tilted null, the same resamples, about 2 ms a comparison, which is why the lines run fewer runs than before the
 calibration: 2,000 a recommendation line, 500 with the four tasks, 16,000 a task line); the first `--check` runs of
 every line are also decided by the package's own functions, and the script exits 1 if any disagree.
 

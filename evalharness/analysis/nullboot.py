@@ -127,20 +127,3 @@ def critical(distribution: np.ndarray, level: float, side: Side) -> float:
         return -math.inf if side == "below" else math.inf
     return float(distribution[beyond] if side == "below" else distribution[len(distribution) - 1 - beyond])
 
-
-def calibrated_p_rows(drops: np.ndarray, delta: float, side: Side, level: float, t_p: np.ndarray) -> np.ndarray:
-    """`PairedEvidence.calibrated_p` for many unweighted rows of drops (R, n) at once (the benchmarks' replicas):
-    `t_p` the t's p-values of the same side, kept where the package keeps them (the estimate on the far side of
-    delta, or no weights impose it)."""
-    out = np.array(t_p, dtype=float, copy=True)
-    n = drops.shape[-1]
-    resamples = resamples_for(level)
-    estimate = drops.mean(axis=-1)
-    se = drops.std(axis=-1, ddof=1) / math.sqrt(n)
-    for i in np.flatnonzero((estimate < delta) if side == "below" else (estimate > delta)):
-        if se[i] <= 1e-12:
-            continue
-        null = null_t(drops[i], None, delta, resamples)
-        if null is not None:
-            out[i] = p_value(float((estimate[i] - delta) / se[i]), null, side)
-    return out

@@ -27,8 +27,8 @@ cases and by simulation (tests/unit/test_equivalence.py, benchmarks/gate_false_a
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal, Sequence
 
 import numpy as np

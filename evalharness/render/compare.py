@@ -140,9 +140,9 @@ def compare_markdown(cmp: RunComparison) -> str:
              f"Base: {md_text(cmp.base_dir)} ({md_text(cmp.base_label)}); head: {md_text(cmp.head_dir)} "
              f"({md_text(cmp.head_label)}). Accuracy Δ is head minus base over the samples both runs scored (paired by "
              "document), with the interval of the test that decides it (Tango's paired score test on single 0/1 "
-             "samples, a t-test over documents on means over repeats, its ends calibrated by a bootstrap of t under the null "
-             "at each margin; its confidence beside it), the flips, and the "
-             "exact McNemar p-value beside them on single samples; tok/s is head over base by the speed rule, with an "
+             "samples, a t-test over documents on means over repeats, its ends calibrated by a bootstrap of t under "
+             "the null at each margin; its confidence beside it), the flips, and the exact McNemar p-value beside "
+             "them on single samples; tok/s is head over base by the speed rule, with an "
              "interval only where both runs repeated the scenario.", "", *_headline(cmp), "",
              "## Cells", "", *(cell_line(c) for c in _sorted(cmp)), "", _table(cmp), ""]
     if cmp.violations:

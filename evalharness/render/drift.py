@@ -96,7 +96,7 @@ def drift_section(run: RunResult) -> list[str]:
            "interval), per-document means with a t-test over documents, whose interval ends, and the tests that let a "
            "cell through (its upper end below m, its lower end above -m), are calibrated by a bootstrap of t under "
            "the null at each margin (the plain t lets a cell at the margin through more often than alpha at high "
-           "accuracy). The p-value is the t's, of no difference."]
+           "accuracy). The p-value, of no difference, is the plain test's (the score test's or the t's)."]
     if run.noise:
         out += ["", "The rows marked A/A (within one launch) compare the reference with itself: its repeats split into "
                     "two disjoint halves of seeds, each half R/2 repeats, so the row is the answers' own noise within "
