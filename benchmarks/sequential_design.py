@@ -44,18 +44,23 @@ Every run is decided by a numpy replica of those functions (the t-test over docu
 score test where both sides are 0/1, Holm's step-down; score-test intervals come from the package's own
 `PairedEvidence`, cached). The first `--check` runs of every scenario (the search's first run) are also decided by
 the package's own functions, look by look, for every design; the script says how many agreed and exits 1 if any
-did not. The pass side is the plain t here, in the replica and in the package's check (`paired_evidence(...,
-calibrate=False)`): the package's verdicts calibrate it by resampling (analysis/nullboot.py, about 2 ms a
-comparison), too slow for 4,000 runs x 96 comparisons x looks. So the figures here are the design's with the t on
-the pass side: a worse stop is the package's exactly; an equivalence stop (and verdict) by the calibrated test is
-a little rarer where the t is too liberal (benchmarks/README.md gives how much); benchmarks/recommendation.py
-measures the calibrated verdicts' errors.
+did not. Equivalence (a look's stop and the verdict) is decided two ways:
+- by default the t (and the score test), in the replica and in the package's check (`paired_evidence(...,
+  calibrate=False)`): fast, 4,000 runs a scenario; a worse stop is the package's exactly, an equivalence stop is a
+  little earlier than the package's where the t is too liberal at a look's small levels;
+- `--calibrated`: as the package decides it, by the calibrated test (analysis/nullboot.py; the replica asks
+  `PairedEvidence.equivalent` for each (run, cell, task) still running at a look, 1-5 ms each, and the package's own
+  functions decide the checked runs with their calibrated evidence). Slow: a few hundred runs. The equal-power
+  search still uses the t (it picks repeats by the worse test's power; see `measure`).
+benchmarks/README.md gives both; benchmarks/recommendation.py measures the calibrated verdicts' errors.
 
 Tokens: documents x repeats x tokens per answer (stated assumptions, reasoning chains), summed over the cells and
 the reference. Rates carry one standard error over runs (+-); design differences are paired (same draws).
 
     .venv/bin/python benchmarks/sequential_design.py [--trials 4000] [--search-trials 2000] [--null-trials 4000]
         [--boundary-trials 2000] [--no-without-broken] [--from-run DIR] [--cells 24 --slow-share 0.5 ...] (--help)
+    .venv/bin/python benchmarks/sequential_design.py --calibrated --trials 400 --null-trials 0 --boundary-trials 0 \
+        --check 2 --no-without-broken      # the package's calibrated equivalence: the stated mix
 """
 
 from __future__ import annotations
@@ -192,6 +197,8 @@ class Evidence:
     gained: np.ndarray
     estimate: np.ndarray
     se: np.ndarray
+    ref: np.ndarray  # (T, n) and (T, C, n): the sides, for the package's calibrated test per (trial, cell)
+    cell: np.ndarray
 
     @classmethod
     def of(cls, ref: np.ndarray, cell: np.ndarray) -> Evidence:
@@ -206,7 +213,7 @@ class Evidence:
         flat = ~binary & (se < 1e-12)
         still = flat & (np.abs(estimate) < 1e-12)
         se = np.where(flat & ~still, 1.0 / n, se)
-        return cls(n, binary | still, lost, gained, estimate, se)
+        return cls(n, binary | still, lost, gained, estimate, se, ref, cell)
 
     def p_above(self, margin: float) -> np.ndarray:
         z_score = tango_z(self.lost, self.gained, self.n, margin)
@@ -216,7 +223,7 @@ class Evidence:
         return np.where(self.score, 1.0 - norm.cdf(z_score), 1.0 - student_t.cdf(z_t, self.n - 1))
 
     def equivalent(self, margin: float, level: float | np.ndarray) -> np.ndarray:
-        """interval(1 - 2 level) inside (-margin, margin), elementwise level."""
+        """interval(1 - 2 level) inside (-margin, margin), elementwise level: the t's (and the score test's)."""
         if np.ndim(level) == 0:  # one level for all: one quantile (t.ppf is the slow part), the same arithmetic
             q = float(student_t.ppf((1 + (1 - 2 * float(level))) / 2, self.n - 1))
             confidence = np.full(self.estimate.shape, 1 - 2 * float(level))
@@ -232,6 +239,47 @@ class Evidence:
                 lo, hi = _score_interval(self.n, int(self.lost[i]), int(self.gained[i]), float(confidence[i]))
                 out[i] = -margin < lo and hi < margin
         return out
+
+
+    def calibrated_equivalent(self, margin: float, level: float, need: np.ndarray) -> np.ndarray:
+        """The package's TOST (PairedEvidence.equivalent: the calibrated test on the t path, the score test's
+        interval on the score path) for the (trial, cell) entries in `need`; False elsewhere. Where the estimate is
+        outside +-margin no test at a level below one half can say equivalent (the package's own shortcut)."""
+        out = np.zeros(self.estimate.shape, bool)
+        score = need & self.score
+        if np.any(score):
+            out[score] = self.equivalent(margin, level)[score]
+        for i, c in zip(*np.nonzero(need & ~self.score & (np.abs(self.estimate) < margin))):
+            out[i, c] = paired_evidence(self.ref[i], self.cell[i, c]).equivalent(margin, level)
+        return out
+
+
+class Equivalence:
+    """One task's TOST at a look (repeats `point`) and level, cached: with `calibrate`, the package's calibrated
+    test, computed only for the (trial, cell) entries a design asks for (a task still running at that look), about
+    1-5 ms each; without, the t's for every entry at once."""
+
+    def __init__(self, evidence: dict[int, Evidence], margin: float, calibrate: bool):
+        self.evidence, self.margin, self.calibrate = evidence, margin, calibrate
+        self.known: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]] = {}
+
+    def at(self, point: int, level: float, need: np.ndarray) -> np.ndarray:
+        """(T, C) bool, meaningful where `need` is True."""
+        evidence = self.evidence[point]
+        if level <= 0:
+            return np.zeros(evidence.estimate.shape, bool)
+        key = (point, level)
+        if key not in self.known:
+            if not self.calibrate:
+                self.known[key] = (evidence.equivalent(self.margin, level), np.ones(evidence.estimate.shape, bool))
+            else:
+                self.known[key] = (np.zeros(evidence.estimate.shape, bool), np.zeros(evidence.estimate.shape, bool))
+        value, done = self.known[key]
+        missing = need & ~done
+        if np.any(missing):
+            value |= evidence.calibrated_equivalent(self.margin, level, missing)
+            done |= missing
+        return value
 
 
 @functools.lru_cache(maxsize=None)
@@ -363,17 +411,21 @@ def _factors(task: Task, mix: Mix, drop: float, broken_factor: float) -> np.ndar
 
 def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, drop: float, broken_factor: float,
              trials: int, seed: int | Sequence[int], check: int = 0, chunk: int = 100,
-             screen_documents: float = SCREEN_DOCUMENTS, designs: Sequence[Design] = (FIXED, PACKAGE)) -> Result:
+             screen_documents: float = SCREEN_DOCUMENTS, designs: Sequence[Design] = (FIXED, PACKAGE),
+             calibrate: bool = False) -> Result:
     """`trials` simulated runs of every design on the same draws: a cell's repeats are nested (its data after R
     repeats is the first R of the draws any longer design uses), so the designs differ only by their rule and their
     repeats. A screened cell answers `screen_documents` of the documents of a task it runs once (the first of them:
     draws are exchangeable, like the seeded order's prefix). The first `check` runs are also decided by the package's
-    own functions for every design."""
+    own functions for every design. `calibrate`: equivalence (a look's stop and the verdict) by the package's
+    calibrated test, as the package decides it (slow: about 1-5 ms a (trial, cell, task) still running at a look);
+    without, by the t (the worse test is the t either way, as in the package)."""
     tasks, designs = list(tasks), list(designs)
     if len({d.name for d in designs}) != len(designs):
         raise ValueError("designs need distinct names")
     cells, family = mix.cells, mix.cells * len(tasks)
     fast = np.array([not screened(verdict_of(f), False) for f in mix.fast])
+    slow_cells = np.broadcast_to(~fast, (min(chunk, trials), cells))
     plans = {d.name: d.plans(tasks) for d in designs}
     maxima = {d.name: d.max_repeats(tasks) for d in designs}
     runs_all = {d.name: fast | (not d.screening) for d in designs}  # (C,) the cells that run the design's looks
@@ -405,14 +457,7 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
                     kept[point] = data[:n_check]
             refs.append(ref[:n_check])
             looks_data.append(kept)
-            eq_cache: dict[tuple[int, float], np.ndarray] = {}
-
-            def eq(point: int, level: float) -> np.ndarray:
-                if (point, level) not in eq_cache:
-                    eq_cache[(point, level)] = (evid[point].equivalent(margin, level) if level > 0
-                                                else np.zeros((size, cells), bool))
-                return eq_cache[(point, level)]
-
+            eq = Equivalence(evid, margin, calibrate)
             screens: dict[int | None, tuple] = {}
             for d in designs:
                 looks = plans[d.name][k]
@@ -420,22 +465,24 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
                 finals = np.array([final_levels(alpha, looks, r, family).worse for r in looks])
                 stop = np.zeros((len(looks), size, cells), bool)
                 worse_at = np.zeros((len(looks), size, cells), bool)
+                running = np.broadcast_to(runs_all[d.name][None, :], (size, cells)).copy()
                 for j, lv in enumerate(levels[:-1]):  # the last look is the final analysis, not a stopping look
                     worse_at[j] = p_above[looks[j]] < lv.worse / max(1, family)
-                    stop[j] = worse_at[j] | eq(looks[j], lv.equivalent)
+                    stop[j] = worse_at[j] | (eq.at(looks[j], lv.equivalent, running & ~worse_at[j]) & running)
+                    running &= ~stop[j]
                 first_stop = np.where(stop.any(axis=0), np.argmax(stop, axis=0), len(looks) - 1)
                 # a task finds the cell worse only where its first stop is a worse (an equivalent stop ends it first)
                 stopped_worse = np.take_along_axis(worse_at, first_stop[None], axis=0)[0]
                 first_worse = np.where(stopped_worse, first_stop, len(looks))
                 # a screened cell's evidence: one repeat, which for a task it runs once is a batch of documents
                 sub = task.screened_docs(screen_documents, maxima[d.name][k])
-                if sub not in screens:
+                if sub not in screens:  # a slow cell's: the same cells in every design that screens
                     sub_evid = evid[1] if sub is None else Evidence.of(ref[:, :sub], first[..., :sub])
-                    screens[sub] = (sub_evid.p_above(margin), sub_evid.equivalent(margin, alpha),
+                    screens[sub] = (sub_evid.p_above(margin),
+                                    Equivalence({1: sub_evid}, margin, calibrate).at(1, alpha, slow_cells[:size]),
                                     1.0 if sub is None else sub / task.docs)
                 per_design[d.name].append((looks, finals, first_stop, first_worse, screens[sub],
-                                           [p_above[r] for r in looks],
-                                           [eq(r, lv.equivalent) for r, lv in zip(looks, levels)]))
+                                           [p_above[r] for r in looks], (eq, [lv.equivalent for lv in levels])))
         for d in designs:
             tasks_of = per_design[d.name]
             cut_round = np.full((size, cells), np.inf)
@@ -446,16 +493,21 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
                     cut_round = np.minimum(cut_round, rounds)
             ps, eqs, alphas, reached = [], [], [], []
             full = runs_all[d.name][None, :]
-            for looks, finals, first_stop, _, screen, p_looks, eq_looks in tasks_of:
+            for looks, finals, first_stop, _, screen, p_looks, (eq, eq_levels) in tasks_of:
                 looks_arr = np.asarray(looks)
                 # the look each task ends at: its first stop, the cell's worse round, or the last look
                 cut = np.searchsorted(looks_arr, np.minimum(cut_round, looks_arr[-1]))
                 idx = np.where(full, np.minimum(first_stop, cut), 0)
                 pick = lambda arrays: np.take_along_axis(np.stack(arrays), idx[None], axis=0)[0]  # noqa: E731
                 ps.append(np.where(full, pick(p_looks), screen[0]))
-                # decide()'s interval at final_levels = the look's levels: the same test; a screened cell is a fixed
-                # design of its first look, at the full alpha
-                eqs.append(np.where(full, pick(eq_looks), screen[1]))
+                # decide()'s interval at final_levels = the look's levels: the same test, asked only where the task
+                # ended at that look; a screened cell is a fixed design of its first look, at the full alpha
+                ended = np.zeros((size, cells), bool)
+                for j, (r, level) in enumerate(zip(looks, eq_levels)):
+                    here = full & (idx == j)
+                    if np.any(here):
+                        ended |= eq.at(r, level, here) & here
+                eqs.append(np.where(full, ended, screen[1]))
                 alphas.append(np.where(full, finals[idx], alpha))
                 reached.append(np.where(full, looks_arr[idx], screen[2]))  # repeats, or a share of one
             p = np.stack(ps, axis=-1).reshape(size, family)
@@ -466,7 +518,7 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
         for i in range(n_check):
             _check(result, tasks, mix, refs, looks_data, i, margin, alpha, designs,
                    {d.name: acc[d.name][0][-1][i] for d in designs}, {d.name: acc[d.name][1][-1][i] for d in designs},
-                   done + i, screen_documents)
+                   done + i, screen_documents, calibrate)
         done += size
     result.outcomes = {d.name: np.concatenate(acc[d.name][0]) for d in designs}
     result.reached_by = {d.name: np.concatenate(acc[d.name][1]) for d in designs}
@@ -475,10 +527,12 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
 
 def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarray],
                         looks_data: Sequence[dict[int, np.ndarray]], margin: float, alpha: float,
-                        design: Design = PACKAGE, screen_documents: float = SCREEN_DOCUMENTS
+                        design: Design = PACKAGE, screen_documents: float = SCREEN_DOCUMENTS, calibrate: bool = False
                         ) -> tuple[np.ndarray, np.ndarray, list]:
     """One run of one design decided by the package's own functions, look by look. refs[k] (n,); looks_data[k][R]
-    (C, n): each cell's mean per document after R repeats. (outcomes (C, K), repeats reached (C, K), cell outcomes)."""
+    (C, n): each cell's mean per document after R repeats. (outcomes (C, K), repeats reached (C, K), cell outcomes).
+    `calibrate`: the package's evidence as it decides (the calibrated equivalence test); without, the t alone
+    (`paired_evidence(..., calibrate=False)`), the replica's fast mode."""
     cells, family = mix.cells, mix.cells * len(tasks)
     plans_all, maxima = design.plans(tasks), design.max_repeats(tasks)
     evidence_of, alphas = {}, {}
@@ -498,9 +552,7 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
                     continue
                 # a screened cell of a task it runs once answers the first documents of the seeded order
                 kept = None if runs_all else task.screened_docs(screen_documents, maxima[k])
-                # the t alone (calibrate=False): the replica cannot resample 4,000 runs x 96 comparisons x looks; the
-                # calibrated pass is measured in benchmarks/recommendation.py
-                evidence = paired_evidence(refs[k][:kept], looks_data[k][done][c][:kept], calibrate=False)
+                evidence = paired_evidence(refs[k][:kept], looks_data[k][done][c][:kept], calibrate=calibrate)
                 chosen[k] = (evidence, done, 1.0 if kept is None else kept / task.docs)
                 if done == end[k]:
                     continue
@@ -525,13 +577,14 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
 
 
 def _check(result: Result, tasks, mix, refs, looks_data, i, margin, alpha, designs: Sequence[Design],
-           outcomes: dict[str, np.ndarray], reached: dict[str, np.ndarray], run: int, screen_documents: float) -> None:
+           outcomes: dict[str, np.ndarray], reached: dict[str, np.ndarray], run: int, screen_documents: float,
+           calibrate: bool) -> None:
     """Run i of the chunk decided by the package for every design; a run agrees when every design's does."""
     wrong = []
     for d in designs:
         o, r, cl = decide_with_package(tasks, mix, [x[i] for x in refs], [{k: v[i] for k, v in x.items()}
                                                                              for x in looks_data],
-                                       margin, alpha, d, screen_documents)
+                                       margin, alpha, d, screen_documents, calibrate)
         same = (np.array_equal(o, outcomes[d.name]) and np.array_equal(r, reached[d.name])
                 and [CODE[x] for x in cl] == Result.cell_level(outcomes[d.name][None])[0].tolist())
         if not same:
@@ -877,8 +930,12 @@ def measure(tasks: Sequence[Task], mix: Mix, *, what: str, label: str, seed: int
     """The equal-power search on its own draws, then every design measured on fresh ones (so the power reached is
     not the search's luck). Returns report_mixed's figures and the designs."""
     start = time.perf_counter()
+    # the search decides equivalence by the t (calibrate=False): it picks repeats by the worse test's power, which the
+    # equivalence test touches only where a dropped cell stops "equivalent" (rarer with the calibrated test, so its
+    # repeats are if anything more than enough); the designs are then measured as configured (`calibrate`)
     chosen, seen = search_equal_power(tasks, mix, offsets=offsets, trials=search_trials,
-                                      seed=_seed(seed, f"{label}/{what}/search"), check=min(check, 1), **kw)
+                                      seed=_seed(seed, f"{label}/{what}/search"), check=min(check, 1),
+                                      **{**kw, "calibrate": False})
     if seen:
         _note(seen["result"], f"{label} {what} search")
     print_search(seen, tasks, search_trials, time.perf_counter() - start)
@@ -902,10 +959,14 @@ def run_regime(tasks: list[Task], mixes: Sequence[tuple[str, Mix]], *, margin: f
                broken_factor: float, trials: int, null_trials: int, seed: int, check: int, label: str,
                token_goal: float, points: float, boundary_trials: int = 0,
                screen_documents: float = SCREEN_DOCUMENTS, search_trials: int = 2000,
-               offsets: Sequence[int] = OFFSETS) -> bool:
+               offsets: Sequence[int] = OFFSETS, calibrate: bool = False) -> bool:
     """mixes: (what, Mix), the first the headline (the null and boundary scenarios use its cells' fast / slow split
     and its designs, plus any other mix's designs whose repeats differ)."""
-    kw = dict(margin=margin, alpha=alpha, drop=drop, broken_factor=broken_factor, screen_documents=screen_documents)
+    kw = dict(margin=margin, alpha=alpha, drop=drop, broken_factor=broken_factor, screen_documents=screen_documents,
+              calibrate=calibrate)
+    print("\n  equivalence (a look's stop and the verdict) decided by " + (
+        "the package's calibrated test (PairedEvidence.equivalent, analysis/nullboot.py), as the package decides it"
+        if calibrate else "the t (and the score test), not the package's calibrated test: --calibrated for that"))
     first = mixes[0][1]
     print(f"\n  a broken cell answers with p_i x {broken_factor}; a dropped cell with p_i (1 - {drop:.3g} / accuracy) "
           f"(a true drop of {drop:.3g}) on every task; a slow cell is screened where the design screens "
@@ -1040,6 +1101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--from-run", metavar="DIR", help="also replay a run folder's reference per-document means")
     parser.add_argument("--from-run-trials", type=int, default=300)
     parser.add_argument("--from-run-tokens", type=float, default=1000.0)
+    parser.add_argument("--calibrated", action="store_true",
+                        help="decide equivalence (stops and verdicts) by the package's calibrated test, as the package "
+                             "does (about 1-5 ms a comparison still running at a look: use a few hundred --trials)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     sizes = parse_tasks(args.tasks, args.consistency)
@@ -1058,7 +1122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                check=args.check, label="sm120" + (f", cells answer {args.cell_repeats}x" if args.cell_repeats else ""),
                token_goal=args.token_goal, points=args.points,
                boundary_trials=args.boundary_trials, screen_documents=args.screen_documents,
-               search_trials=args.search_trials)
+               search_trials=args.search_trials, calibrate=args.calibrated)
     if args.from_run:
         from_run(args)
     print(f"\n{time.perf_counter() - start:.0f} s in all")

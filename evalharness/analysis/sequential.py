@@ -149,12 +149,13 @@ class LookDecision:
 
 def decide_look(evidence: PairedEvidence, margin: float, level: Levels, family_size: int) -> LookDecision:
     """Stop a task at a look: worse when its drop is above the margin at level.worse / family_size (Bonferroni over
-    the planned family), equivalent when its (1 - 2 level.equivalent) interval lies inside +-margin (TOST)."""
+    the planned family), equivalent when its (1 - 2 level.equivalent) interval lies inside +-margin (TOST, the
+    verdict's calibrated test: `PairedEvidence.equivalent`, which stops counting resamples at the first side that
+    cannot pass)."""
     if level.worse > 0 and evidence.p_above(margin) < level.worse / max(1, family_size):
         return LookDecision("worse", level)
     if level.equivalent > 0:
-        low, high = evidence.equivalence_bounds(margin, level.equivalent)  # the verdict's own test (calibrated)
-        if -margin < low and high < margin:
+        if evidence.equivalent(margin, level.equivalent):  # the verdict's own test (calibrated)
             return LookDecision("equivalent", level)
     return LookDecision(None, level)
 

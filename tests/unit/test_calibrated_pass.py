@@ -109,3 +109,47 @@ def test_a_look_stops_for_equivalence_exactly_when_the_verdict_at_its_level_is_e
         assert stopped == (verdict == "equivalent")
         stops += stopped
     assert 0 < stops < 40  # both kinds occur at 4 of 15 repeats
+
+
+def test_counting_resamples_decides_as_the_whole_distribution_does():
+    """nullboot.rejects stops counting once too many resamples are as extreme: the same decision as the p-value of
+    the whole sorted distribution, weighted or not, at a look's levels and the final one; and
+    PairedEvidence.equivalent (what a look stops on) is TOST on equivalence_bounds (what the verdict reads)."""
+    rng = np.random.default_rng(17)
+    checked = rejected = 0
+    for change, repeats in ((0.0, 8), (0.02, 15), (-0.02, 4), (0.01, 15)):
+        ref, cell = _draws(rng, 8, change, cell_repeats=repeats)
+        for r, c in zip(ref, cell):
+            weights = rng.integers(1, 5, len(r)).astype(float)
+            drops = r - c
+            for w in (None, weights):
+                for delta, side in ((0.02, "below"), (-0.02, "above")):
+                    estimate = float(np.sum((1 if w is None else w) * drops) / np.sum(1 if w is None else w))
+                    evidence = paired_evidence(r, c, weights=w)
+                    statistic = (estimate - delta) / evidence.se
+                    for level in (0.05, 0.0107, 0.0033):
+                        null = nullboot.null_t(drops, w, delta, nullboot.resamples_for(level))
+                        expected = nullboot.p_value(statistic, null, side) < level
+                        assert nullboot.rejects(drops, w, delta, statistic, side, level) == expected
+                        checked += 1
+                        rejected += expected
+                for level in (0.05, 0.0107, 0.0033):
+                    low, high = evidence.equivalence_bounds(0.02, level)
+                    assert evidence.equivalent(0.02, level) == (-0.02 < low and high < 0.02)
+    assert 0 < rejected < checked  # both answers occur
+    everyone_above = np.abs(rng.normal(0, 0.1, 50)) + 0.03
+    assert nullboot.rejects(everyone_above, None, 0.02, -1.0, "below", 0.05) is None  # no weights impose 0.02
+
+
+def test_the_sequential_benchmark_decides_equivalence_as_the_package_does_when_calibrated():
+    """benchmarks/sequential_design.py --calibrated: its replica's looks and verdicts are the package's calibrated
+    ones (the package's own functions decide the same runs look by look)."""
+    from benchmarks import sequential_design as sd
+
+    tasks = sd.sized_tasks(sd.parse_tasks("gsm8k:200:0.95:1500,gpqa_diamond:198:0.80:8000", 0.5), consistency=0.5,
+                           margin=0.02, alpha=0.05, cells=4)
+    mix = sd.Mix.of(4, 0.0, 0.25, 0.5)
+    designs = [sd.FIXED, sd.BOTH, sd.replace(sd.LOOKS_ALONE, repeats=tuple(t.cell_repeats + 1 for t in tasks))]
+    calibrated = sd.simulate(tasks, mix, margin=0.02, alpha=0.05, drop=0.04, broken_factor=0.3, trials=3, seed=4,
+                             check=3, designs=designs, calibrate=True)
+    assert calibrated.checked == 3 and calibrated.agreed == 3, calibrated.disagreements
