@@ -49,7 +49,7 @@ did not. Equivalence (a look's stop and the verdict) is decided two ways:
   calibrate=False)`): fast, 4,000 runs a scenario; a worse stop is the package's exactly, an equivalence stop is a
   little earlier than the package's where the t is too liberal at a look's small levels;
 - `--calibrated`: as the package decides it, by the calibrated test (analysis/nullboot.py; the replica asks
-  `PairedEvidence.equivalent` for each (run, cell, task) still running at a look, 1-5 ms each, and the package's own
+  `PairedEvidence.equivalent` for each (run, cell, task) still running at a look, a few ms each, and the package's own
   functions decide the checked runs with their calibrated evidence). Slow: a few hundred runs. The equal-power
   search still uses the t (it picks repeats by the worse test's power; see `measure`).
 benchmarks/README.md gives both; benchmarks/recommendation.py measures the calibrated verdicts' errors.
@@ -256,8 +256,8 @@ class Evidence:
 
 class Equivalence:
     """One task's TOST at a look (repeats `point`) and level, cached: with `calibrate`, the package's calibrated
-    test, computed only for the (trial, cell) entries a design asks for (a task still running at that look), about
-    1-5 ms each; without, the t's for every entry at once."""
+    test, computed only for the (trial, cell) entries a design asks for (a task still running at that look), a few
+    ms each; without, the t's for every entry at once."""
 
     def __init__(self, evidence: dict[int, Evidence], margin: float, calibrate: bool):
         self.evidence, self.margin, self.calibrate = evidence, margin, calibrate
@@ -418,7 +418,7 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
     repeats. A screened cell answers `screen_documents` of the documents of a task it runs once (the first of them:
     draws are exchangeable, like the seeded order's prefix). The first `check` runs are also decided by the package's
     own functions for every design. `calibrate`: equivalence (a look's stop and the verdict) by the package's
-    calibrated test, as the package decides it (slow: about 1-5 ms a (trial, cell, task) still running at a look);
+    calibrated test, as the package decides it (slow: a few ms a (trial, cell, task) still running at a look);
     without, by the t (the worse test is the t either way, as in the package)."""
     tasks, designs = list(tasks), list(designs)
     if len({d.name for d in designs}) != len(designs):
@@ -1103,7 +1103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--from-run-tokens", type=float, default=1000.0)
     parser.add_argument("--calibrated", action="store_true",
                         help="decide equivalence (stops and verdicts) by the package's calibrated test, as the package "
-                             "does (about 1-5 ms a comparison still running at a look: use a few hundred --trials)")
+                             "does (a few ms a comparison still running at a look: use a few hundred --trials)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     sizes = parse_tasks(args.tasks, args.consistency)

@@ -29,8 +29,9 @@ the t-test decides (`None` here).
 A decision alone (a look's "equivalent yet?") need not sort every resample: `rejects` counts the resamples as
 extreme as the statistic a chunk at a time and stops once too many are, the same answer as the whole distribution's
 p-value (each resample's statistic does not depend on which others are computed with it; unit-tested). On a look's
-usual "not yet" it reads a few hundred resamples instead of thousands; a sequential benchmark's comparisons cost
-about 1-5 ms each instead of 4-40.
+usual "not yet" it reads a few hundred resamples instead of thousands: measured on 1,200 TOST decisions (true drops
+-0.02 to 0.02, 4-15 cell repeats, levels 0.05 to 0.00022, n = 200), 8.5-9.3 s against 33.7-37.6 s for the bounds
+of the whole distributions, 3.6-4.4x, the same decisions (two runs, not side by side on a quiet machine).
 
 Must not import anything outside analysis/stats' dependencies (numpy).
 """

@@ -139,8 +139,11 @@ class PairedEvidence:
         `level`: the level it will be compared with (it sets the resamples)."""
         null = self._null(delta, level, self.estimate < delta if side == "below" else self.estimate > delta)
         if null is None:
-            return self.p_below(delta) if side == "below" else self.p_above(delta)
+            return self._plain_p(delta, side)
         return nullboot.p_value(self.statistic(delta), null, side)
+
+    def _plain_p(self, delta: float, side: nullboot.Side) -> float:
+        return self.p_below(delta) if side == "below" else self.p_above(delta)
 
     def calibrated_bound(self, level: float, side: Literal["lower", "upper"], delta: float) -> float:
         """The one-sided `level` bound that agrees with `calibrated_p` at delta: the upper bound is below delta
@@ -170,11 +173,11 @@ class PairedEvidence:
             return False  # one side's p-value is above one half: nothing at a level below it rejects
         level = 1 - (1 - level)  # as equivalence_bounds' ends test it (not always `level` in floats): the same B
         sides = [(margin, "below"), (-margin, "above")]
-        sides.sort(key=lambda s: -(self.p_below(s[0]) if s[1] == "below" else self.p_above(s[0])))  # likelier "no"
+        sides.sort(key=lambda s: -self._plain_p(*s))  # the side likelier to say "no" first
         for delta, side in sides:
             rejected = nullboot.rejects(self.drops, self.weights, delta, self.statistic(delta), side, level)
             if rejected is None:  # no weights impose delta: the t decides that side
-                rejected = (self.p_below(delta) if side == "below" else self.p_above(delta)) < level
+                rejected = self._plain_p(delta, side) < level
             if not rejected:
                 return False
         return True
