@@ -17,7 +17,7 @@ its Rr in every one, and the final analysis is always `decide_family` over every
   stated half of the cells) runs one repeat of every task (or, of a task it runs once, `--screen-documents`,
   quality.screen_documents, 0.25, of its documents), decided as a fixed design of it at the full alpha; the others
   run all their repeats, decided once;
-- looks alone: every cell runs each task in looks `default_looks(R)` and after each look `decide_look(evidence so
+- looks alone: every cell runs each task in looks `default_plan(R)` and after each look `decide_look(evidence so
   far, margin, quality_levels(alpha, looks, cells x tasks)[k], family_size=cells x tasks)`; the task stops at its
   first stop ("equivalent" or "worse");
 - looks + screening: both;
@@ -85,7 +85,7 @@ if str(HERE.parent) not in sys.path:
 from benchmarks.gate_false_alarms import holm_adjusted  # noqa: E402
 from evalharness.analysis import sizing  # noqa: E402
 from evalharness.analysis.equivalence import cell_outcome, decide_family  # noqa: E402
-from evalharness.analysis.sequential import (decide_look, default_looks, final_levels,  # noqa: E402
+from evalharness.analysis.sequential import (decide_look, default_plan, final_levels,  # noqa: E402
                                              quality_levels, screened)
 from evalharness.analysis.stats import PairedEvidence, paired_evidence, tango_z  # noqa: E402
 from evalharness.matrix.quality import QualitySection  # noqa: E402
@@ -96,6 +96,9 @@ SCREEN_DOCUMENTS = QualitySection.model_fields["screen_documents"].default
 EQUIVALENT, INCONCLUSIVE, WORSE = 0, 1, 2
 CODE = {"equivalent": EQUIVALENT, "inconclusive": INCONCLUSIVE, "worse": WORSE}
 UNCHANGED, BROKEN, DROPPED = "unchanged", "broken", "dropped"
+
+# the equivalence test's own look the benchmark measures as an option (quality.equivalence_looks)
+EQUIVALENCE_LOOK = [0.75]
 
 # the sm120 matrix's sizes, with stated tokens per answer (assumptions: reasoning chains)
 SM120 = "gsm8k:200:0.95:1500,gpqa_diamond:198:0.80:8000,mmlu_pro:210:0.82:4000,ifeval:200:0.88:1200"
@@ -117,7 +120,11 @@ class Task:
 
     @property
     def looks(self) -> list[int]:
-        return default_looks(self.cell_repeats)
+        return default_plan(self.cell_repeats)[0]
+
+    @property
+    def equivalence_only(self) -> list[int]:
+        return default_plan(self.cell_repeats)[1]
 
     def screened_docs(self, share: float, repeats: int | None = None) -> int | None:
         """The documents a screened cell answers of this task: a share of them when the task runs once (`repeats`,
@@ -295,7 +302,8 @@ def _score_interval(n: int, lost: int, gained: int, confidence: float) -> tuple[
 class Design:
     """One way to run the cells' quality tasks (the reference always runs all its repeats Rr, in every design).
 
-    looks: a cell runs each task in looks `default_looks(R)` and stops it at its first stop (`decide_look`); without,
+    looks: a cell runs each task in looks `default_plan(R)` (1, a quarter, a half and all of R) and stops it at its
+      first stop (`decide_look`); without,
       it runs R repeats and is decided once (at alpha);
     screening: a cell that is not faster (`screened(verdict, full_quality=False)`) runs only a first look, one repeat
       (or, of a task it runs once, `screen_documents` of its documents), decided as a fixed design of it at alpha;
@@ -303,20 +311,30 @@ class Design:
       runner/cellphases.py): the cell is worse whatever they say, so it saves tokens at no cost to the CELL's power,
       but a task stopped that way is called worse less often (the per-task power);
     repeats: each task's maximum cell repeats R (None: the fixed design's, `repeats_for_task`'s): raised above the
-      fixed design's to buy back the per-task power the looks spend (the equal-power search)."""
+      fixed design's to buy back the per-task power the looks spend (the equal-power search);
+    equivalence_look: with looks, also the equivalence test's own look at three quarters of the repeats
+      (`quality.equivalence_looks: [0.75]`, an option, not the default), to measure that choice on the same draws."""
 
     name: str
     looks: bool = False
     screening: bool = False
     cell_stop: bool = False
     repeats: tuple[int, ...] | None = None
+    equivalence_look: bool = False
 
     def max_repeats(self, tasks: Sequence[Task]) -> list[int]:
         return [t.cell_repeats for t in tasks] if self.repeats is None else list(self.repeats)
 
     def plans(self, tasks: Sequence[Task]) -> list[list[int]]:
         """Each task's looks for a cell that runs in full (a screened cell runs [1], the first of them)."""
-        return [default_looks(r) if self.looks else [r] for r in self.max_repeats(tasks)]
+        return [self._plan(r)[0] if self.looks else [r] for r in self.max_repeats(tasks)]
+
+    def equivalence_only(self, tasks: Sequence[Task]) -> list[list[int]]:
+        """Each task's looks at which only the equivalence test looks."""
+        return [self._plan(r)[1] if self.looks else [] for r in self.max_repeats(tasks)]
+
+    def _plan(self, repeats: int) -> tuple[list[int], list[int]]:
+        return default_plan(repeats, EQUIVALENCE_LOOK if self.equivalence_look else [])
 
 
 FIXED = Design("fixed")
@@ -427,6 +445,7 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
     fast = np.array([not screened(verdict_of(f), False) for f in mix.fast])
     slow_cells = np.broadcast_to(~fast, (min(chunk, trials), cells))
     plans = {d.name: d.plans(tasks) for d in designs}
+    eq_only = {d.name: d.equivalence_only(tasks) for d in designs}
     maxima = {d.name: d.max_repeats(tasks) for d in designs}
     runs_all = {d.name: fast | (not d.screening) for d in designs}  # (C,) the cells that run the design's looks
     # every repeat count any design looks at, per task (the first look, one repeat, is where a screened cell stops)
@@ -460,9 +479,9 @@ def simulate(tasks: Sequence[Task], mix: Mix, *, margin: float, alpha: float, dr
             eq = Equivalence(evid, margin, calibrate)
             screens: dict[int | None, tuple] = {}
             for d in designs:
-                looks = plans[d.name][k]
-                levels = quality_levels(alpha, looks, family)
-                finals = np.array([final_levels(alpha, looks, r, family).worse for r in looks])
+                looks, only = plans[d.name][k], eq_only[d.name][k]
+                levels = quality_levels(alpha, looks, family, only)
+                finals = np.array([final_levels(alpha, looks, r, family, only).worse for r in looks])
                 stop = np.zeros((len(looks), size, cells), bool)
                 worse_at = np.zeros((len(looks), size, cells), bool)
                 running = np.broadcast_to(runs_all[d.name][None, :], (size, cells)).copy()
@@ -543,6 +562,7 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
         # with cell_stop, once one is worse every other task of the cell stops at its next look; a screened cell
         # is a fixed design of its first look
         plans = {k: list(plans_all[k]) if runs_all else [1] for k in range(len(tasks))}
+        only = {k: design.equivalence_only(tasks)[k] if runs_all else [] for k in range(len(tasks))}
         end = {k: v[-1] for k, v in plans.items()}
         chosen: dict[int, tuple] = {}
         for done in sorted({r for v in plans.values() for r in v}):
@@ -556,8 +576,8 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
                 chosen[k] = (evidence, done, 1.0 if kept is None else kept / task.docs)
                 if done == end[k]:
                     continue
-                stop = decide_look(evidence, margin, quality_levels(alpha, plans[k], family)[plans[k].index(done)],
-                                   family_size=family).stop
+                levels = quality_levels(alpha, plans[k], family, only[k])
+                stop = decide_look(evidence, margin, levels[plans[k].index(done)], family_size=family).stop
                 if stop is not None:
                     end[k] = done
                     found_worse |= stop == "worse"
@@ -569,7 +589,7 @@ def decide_with_package(tasks: Sequence[Task], mix: Mix, refs: Sequence[np.ndarr
             evidence, look, share = chosen[k]
             reached[c, k] = look * share
             evidence_of[(c, task.name)] = (evidence, margin)
-            alphas[(c, task.name)] = final_levels(alpha, plans[k], look, family)
+            alphas[(c, task.name)] = final_levels(alpha, plans[k], look, family, only[k])
     decisions = decide_family(evidence_of, alpha, alphas)
     out = np.array([[CODE[decisions[(c, t.name)].outcome] for t in tasks] for c in range(cells)])
     cell_level = [cell_outcome(decisions[(c, t.name)].outcome for t in tasks) for c in range(cells)]
@@ -688,6 +708,8 @@ def report_mixed(res: Result, label: str = "") -> dict:
             inc_fast=out[:, fast, :] == INCONCLUSIVE,
             broken_fast=cell[:, fast & mix.mask(BROKEN)] == WORSE,
             broken_slow=cell[:, ~fast & mix.mask(BROKEN)] == WORSE,
+            unchanged_fast_tokens=np.sum(res.reached_by[d.name][:, fast & unchanged, :] * res._per(), axis=(1, 2)),
+            unchanged_fast_cells=int(np.sum(fast & unchanged)),
         )
         rows[d.name] = row
         p, _ = _rate(row["power_task_fast"])
@@ -744,10 +766,26 @@ def report_boundary(res: Result) -> dict:
     for d in res.designs:
         outcome = res.outcomes[d.name]
         cell = Result.cell_level(outcome)
-        out[d.name] = dict(cell=cell[:, fast] == WORSE, any=np.any(cell == WORSE, axis=1)[:, None])
+        out[d.name] = dict(cell=cell[:, fast] == WORSE, any=np.any(cell == WORSE, axis=1)[:, None],
+                           equivalent=outcome[:, fast, :] == EQUIVALENT)
         print(f"  {d.name}: fast cells called worse {_pct(out[d.name]['cell'])}; slow cells "
               f"{_pct(cell[:, ~fast] == WORSE)}; runs with any cell called worse {_pct(out[d.name]['any'])}; "
               f"fast cells' tasks called equivalent {_pct(outcome[:, fast, :] == EQUIVALENT)}")
+    return out
+
+
+def report_near(res: Result) -> dict:
+    """Every cell truly worse by half the margin: how often each task of a fast cell is called equivalent (the
+    equivalence test's power where it matters: a cell a little worse that should still ship)."""
+    fast = np.array(res.mix.fast)
+    out = {}
+    for d in res.designs:
+        outcome = res.outcomes[d.name][:, fast, :] == EQUIVALENT
+        out[d.name] = dict(by_task=[outcome[:, :, k] for k in range(len(res.tasks))])
+        tokens = res.tokens(d.name) / res.fixed_tokens()
+        print(f"  {d.name}: fast cells' tasks called equivalent " + ", ".join(
+            f"{t.name} {_pct(outcome[:, :, k])}" for k, t in enumerate(res.tasks))
+            + f"; tokens {tokens.mean():.1%} of the fixed design's")
     return out
 
 
@@ -805,9 +843,9 @@ def print_search(seen: dict, tasks: Sequence[Task], trials: int, seconds: float)
 
 
 def done_when(measured: Sequence[dict], null: dict | None, boundary: dict | None, token_goal: float,
-              points: float) -> list[str]:
+              points: float, near: dict | None = None) -> list[str]:
     """measured[0]: the stated mix (the headline); further ones (without broken cells) for tokens and power."""
-    lines = []
+    lines = equivalence_look_criterion(measured[0]["designs"], boundary, near, points)
     for m in measured:
         rows = m["designs"]
         f = rows[FIXED.name]
@@ -877,6 +915,45 @@ def done_when(measured: Sequence[dict], null: dict | None, boundary: dict | None
     return lines
 
 
+def equivalence_look_criterion(rows: dict, boundary: dict | None, near: dict | None, points: float) -> list[str]:
+    """The criterion stated before the equivalence test's own look at three quarters was measured (issue 37), for
+    adopting it as the default: on the same draws it must cut a fast unchanged cell's tokens, keep the per-task worse
+    power, keep the false "equivalent" at the margin at most the fixed design's + the tolerance, and call no task of
+    a cell truly worse by half the margin equivalent less often (beyond two standard errors of the paired
+    difference). It is an option (`quality.equivalence_looks`), not the default, because the last failed."""
+    if BOTH.name not in rows or WITH_EQUIVALENCE_LOOK not in rows:
+        return []
+    a, b = rows[WITH_EQUIVALENCE_LOOK], rows[BOTH.name]
+    what = "the equivalence-only look at 3/4 (an option)"
+    lines = []
+    cells = max(1, a["unchanged_fast_cells"])
+    d, se = _diff(a["unchanged_fast_tokens"][:, None], b["unchanged_fast_tokens"][:, None])
+    lines.append(_verdict(d + 2 * se < 0, f"{what} cuts a fast unchanged cell's tokens: "
+                          f"{_mtok(a['unchanged_fast_tokens'].mean() / cells)} against "
+                          f"{_mtok(b['unchanged_fast_tokens'].mean() / cells)} a cell "
+                          f"({d / b['unchanged_fast_tokens'].mean():+.1%} +-{se / b['unchanged_fast_tokens'].mean():.1%}"
+                          f"); {BOTH.name} {a['ratio']:.1%} of the fixed design's tokens with it, {b['ratio']:.1%} "
+                          "without"))
+    d, se = _diff(a["power_task_fast"], b["power_task_fast"])
+    lines.append(_verdict(d >= -points, f"{what} keeps the per-task worse power: "
+                          f"{_rate(a['power_task_fast'])[0]:.2%} against {_rate(b['power_task_fast'])[0]:.2%} "
+                          f"({d:+.2%} +-{se:.2%})"))
+    if boundary is not None and WITH_EQUIVALENCE_LOOK in boundary:
+        fixed, eq = boundary[FIXED.name]["equivalent"], boundary[WITH_EQUIVALENCE_LOOK]["equivalent"]
+        lines.append(_verdict(_rate(eq)[0] <= _rate(fixed)[0] + points, f"with {what}, a task truly worse by the "
+                              f"margin is called equivalent {_rate(eq)[0]:.2%} of the time (the fixed design "
+                              f"{_rate(fixed)[0]:.2%}; without the look {_rate(boundary[BOTH.name]['equivalent'])[0]:.2%})"))
+    if near is not None and WITH_EQUIVALENCE_LOOK in near:
+        parts, ok = [], True
+        for x, y in zip(near[WITH_EQUIVALENCE_LOOK]["by_task"], near[BOTH.name]["by_task"]):
+            d, se = _diff(x, y)
+            ok &= d >= -2 * se
+            parts.append(f"{_rate(x)[0]:.1%} against {_rate(y)[0]:.1%} ({d:+.1%} +-{se:.1%})")
+        lines.append(_verdict(ok, f"with {what}, a task truly worse by half the margin is called equivalent no less "
+                              "often (per task, beyond two standard errors): " + "; ".join(parts)))
+    return lines
+
+
 # ---------------------------------------------------------------------------------------------------------- setup
 
 def parse_tasks(spec: str, consistency: float) -> list[tuple[str, int, float, float]]:
@@ -906,10 +983,10 @@ def sized_tasks(sizes, *, consistency: float, margin: float, alpha: float, cells
 def print_tasks(tasks: Sequence[Task], cells: int, alpha: float) -> None:
     family = cells * len(tasks)
     for t in tasks:
-        levels = quality_levels(alpha, t.looks, family)
+        levels = quality_levels(alpha, t.looks, family, t.equivalence_only)
         print(f"  {t.name}: {t.docs} docs at {t.accuracy:.3f}, consistency {t.consistency:.2f}, {t.tokens:,.0f} "
               f"tokens per answer (assumed); repeats_for_task (cell, reference) ({t.cell_repeats}, "
-              f"{t.reference_repeats}); looks {t.looks}, levels worse (x family) "
+              f"{t.reference_repeats}); looks {t.looks} (equivalence only {t.equivalence_only}), levels worse (x family) "
               + ", ".join(f"{v.worse:.2g}" for v in levels) + "; equivalent "
               + ", ".join(f"{v.equivalent:.2g}" for v in levels))
 
@@ -918,11 +995,14 @@ def equal_power_designs(chosen: Sequence[Design]) -> list[Design]:
     """The designs a regime measures: the fixed one, the three at equal per-task power, the last with the runner's
     cell stop (same repeats), and the runner's design at the fixed repeats (the 2026-12-01 figure)."""
     both = next(d for d in chosen if d.name == BOTH.name)
-    return [FIXED, *chosen, replace(BOTH, name=AT_FIXED), replace(both, name=CELL_STOP, cell_stop=True), PACKAGE]
+    return [FIXED, *chosen, replace(both, name=WITH_EQUIVALENCE_LOOK, equivalence_look=True),
+            replace(BOTH, name=AT_FIXED), replace(both, name=CELL_STOP, cell_stop=True), PACKAGE]
 
 
 AT_FIXED = BOTH.name + ", fixed repeats"  # what the raised repeats buy: the same design at the fixed design's
 CELL_STOP = BOTH.name + " + cell stop"
+# the same repeats with the equivalence test's own look at three quarters: the option measured on the same draws
+WITH_EQUIVALENCE_LOOK = BOTH.name + ", equivalence-only look at 3/4"
 
 
 def measure(tasks: Sequence[Task], mix: Mix, *, what: str, label: str, seed: int, trials: int, search_trials: int,
@@ -957,7 +1037,7 @@ def measure(tasks: Sequence[Task], mix: Mix, *, what: str, label: str, seed: int
 
 def run_regime(tasks: list[Task], mixes: Sequence[tuple[str, Mix]], *, margin: float, alpha: float, drop: float,
                broken_factor: float, trials: int, null_trials: int, seed: int, check: int, label: str,
-               token_goal: float, points: float, boundary_trials: int = 0,
+               token_goal: float, points: float, boundary_trials: int = 0, near_trials: int = 0,
                screen_documents: float = SCREEN_DOCUMENTS, search_trials: int = 2000,
                offsets: Sequence[int] = OFFSETS, calibrate: bool = False) -> bool:
     """mixes: (what, Mix), the first the headline (the null and boundary scenarios use its cells' fast / slow split
@@ -1008,8 +1088,20 @@ def run_regime(tasks: list[Task], mixes: Sequence[tuple[str, Mix]], *, margin: f
               f"({time.perf_counter() - start:.0f} s)")
         boundary = report_boundary(bres)
         print(f"  (checked against the package: {bres.agreed} of {bres.checked} runs decided alike)")
+    near = None
+    if near_trials:
+        edge = Mix(tuple(DROPPED for _ in first.kinds), first.fast)
+        start = time.perf_counter()
+        nres = simulate(tasks, edge, designs=headline, trials=near_trials, seed=_seed(seed, f"{label}/near"),
+                        check=min(check, 2), **{**kw, "drop": margin / 2})
+        _note(nres, f"{label} near")
+        print(f"\n  -- near the margin: every one of {first.cells} cells truly worse by half the margin "
+              f"({margin / 2:.3g}) on every task (an 'equivalent' call is right here), {near_trials} simulated runs "
+              f"({time.perf_counter() - start:.0f} s)")
+        near = report_near(nres)
+        print(f"  (checked against the package: {nres.agreed} of {nres.checked} runs decided alike)")
     print(f"\n  Done-when ({label}):")
-    lines = done_when(measured, null, boundary, token_goal, points)
+    lines = done_when(measured, null, boundary, token_goal, points, near)
     print("\n".join(lines))
     return all("[NOT MET]" not in line for line in lines)
 
@@ -1074,6 +1166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--null-trials", type=int, default=4000, help="simulated runs with every cell unchanged")
     parser.add_argument("--boundary-trials", type=int, default=2000,
                         help="simulated runs with every cell truly worse by exactly the margin")
+    parser.add_argument("--near-trials", type=int, default=2000,
+                        help="simulated runs with every cell truly worse by half the margin (equivalence power)")
     parser.add_argument("--search-trials", type=int, default=2000,
                         help="simulated runs of the equal-power search (its own draws; default 2000)")
     parser.add_argument("--no-without-broken", action="store_true",
@@ -1121,7 +1215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                broken_factor=args.broken_factor, trials=args.trials, null_trials=args.null_trials, seed=args.seed,
                check=args.check, label="sm120" + (f", cells answer {args.cell_repeats}x" if args.cell_repeats else ""),
                token_goal=args.token_goal, points=args.points,
-               boundary_trials=args.boundary_trials, screen_documents=args.screen_documents,
+               boundary_trials=args.boundary_trials, near_trials=args.near_trials, screen_documents=args.screen_documents,
                search_trials=args.search_trials, calibrate=args.calibrated)
     if args.from_run:
         from_run(args)

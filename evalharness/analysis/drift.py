@@ -207,7 +207,8 @@ def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> Non
             except (OSError, ValueError, ResultsError) as exc:  # a damaged sample file must not stop the run
                 run.notes.append(f"drift of {cid} could not be computed: {exc}")
     comparisons = sum(len(evs) for _, evs in family.values())  # the Holm family the worse test's level is for
-    alphas = {(cid, t.task): final_levels(_alpha(gate), t.looks, t.finished_repeats(), comparisons)
+    alphas = {(cid, t.task): final_levels(_alpha(gate), t.looks, t.finished_repeats(), comparisons,
+                                               t.equivalence_only)
               for cid in family for t in run.cells[cid].quality if len(t.looks) > 1}
     decide_run(family, gate, weights, alphas)
     for cid, (drift, _) in family.items():

@@ -17,6 +17,16 @@ information fraction t = repeats so far / planned repeats (`quality_levels`):
   union bound of O'Brien-Fleming left it (0.0439 at [1, 4, 8, 15]). benchmarks/sequential_design.py: looks +
   screening 39.3% of the fixed design's tokens at equal per-task power, against 40.6% with one O'Brien-Fleming
   level for both tests.
+A matrix may add looks at which only the equivalence test looks (`quality.equivalence_looks`, e.g. [0.75]; none by
+default): the worse test spends over its own looks only (as a look of both, the union bound over correlated late
+looks would take the worse test's last level from 0.045 to 0.033 at [1, 4, 8, 12, 15]), and a task that stops at an
+equivalence-only look (settled equivalent, or its cell worse) has its final worse test at what O'Brien-Fleming
+spends from the worse test's look before to there (`final_levels`). Not the default: the criterion stated before it
+was measured (issue 37) was fewer tokens for an unchanged cell at no loss of equivalence power near the margin, and
+benchmarks/sequential_design.py measures a loss (the calibrated test, the sm120 sizes: an unchanged fast cell 7.6%
+fewer tokens, looks + screening 39.0% of the fixed design's against 40.1%, but a task truly worse by half the margin
+called equivalent 0.4-1.1 points less often, each beyond two standard errors): the extra look's alpha comes out of
+the last look's, where a cell near the margin is decided.
 The last look of each gets back what the union bound over-counts (`last_look_level`): an earlier crossing that the
 last look would have crossed too is counted once, not twice. The statistics of the looks are taken as a Brownian
 motion in the repeats (correlation sqrt(t_j / t_k)); the reference's share of the variance, fixed across looks,
@@ -47,7 +57,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from evalharness.analysis.stats import PairedEvidence
-from evalharness.matrix.quality import default_looks  # noqa: F401  (the looks' one definition; benchmarks use it here)
+from evalharness.matrix.quality import default_looks, default_plan  # noqa: F401  (the looks' one definition)
 
 Stop = Literal["equivalent", "worse"]
 
@@ -124,21 +134,28 @@ class Levels:
 
 
 @functools.lru_cache(maxsize=256)
-def _quality_levels(alpha: float, looks: tuple[int, ...], family_size: int) -> tuple[Levels, ...]:
-    worse = look_levels(alpha, looks)
+def _quality_levels(alpha: float, looks: tuple[int, ...], family_size: int,
+                    equivalence_only: frozenset[int]) -> tuple[Levels, ...]:
+    both = [look for look in looks if look not in equivalence_only or look == looks[-1]]
+    worse = dict(zip(both, look_levels(alpha, both)))
     equivalent = _increments(lambda t: equivalence_spent(alpha, t), looks)
-    if len(looks) > 1:
-        fractions = [look / looks[-1] for look in looks]
+    fractions = [look / looks[-1] for look in looks]
+    if len(both) > 1:
         family = max(1, family_size)
         # the worse test's family-wide chance at the last look: per comparison at the family's scale, as it is tested
-        worse[-1] = family * last_look_level(alpha / family, fractions, [a / family for a in worse[:-1]])
+        worse[looks[-1]] = family * last_look_level(alpha / family, [look / looks[-1] for look in both],
+                                                    [worse[look] / family for look in both[:-1]])
+    if len(looks) > 1:
         equivalent[-1] = last_look_level(alpha, fractions, equivalent[:-1])
-    return tuple(Levels(w, e) for w, e in zip(worse, equivalent))
+    return tuple(Levels(worse.get(look, 0.0), e) for look, e in zip(looks, equivalent))
 
 
-def quality_levels(alpha: float, looks: Sequence[int], family_size: int = 1) -> list[Levels]:
-    """Each look's levels for a quality task planned in `looks`, in a family of `family_size` comparisons."""
-    return list(_quality_levels(float(alpha), tuple(looks), int(family_size)))
+def quality_levels(alpha: float, looks: Sequence[int], family_size: int = 1,
+                   equivalence_only: Sequence[int] = ()) -> list[Levels]:
+    """Each look's levels for a quality task planned in `looks`, in a family of `family_size` comparisons. At the
+    looks in `equivalence_only` only the equivalence test looks (its worse level is 0): the worse test spends over
+    the other looks alone, so its last look keeps what it had without them."""
+    return list(_quality_levels(float(alpha), tuple(looks), int(family_size), frozenset(equivalence_only)))
 
 
 @dataclass(frozen=True)
@@ -167,12 +184,21 @@ def screened(not_faster: bool, full_quality: bool) -> bool:
     return not full_quality and not_faster
 
 
-def final_levels(alpha: float, looks: Sequence[int], reached: int, family_size: int = 1) -> Levels:
+def final_levels(alpha: float, looks: Sequence[int], reached: int, family_size: int = 1,
+                 equivalence_only: Sequence[int] = ()) -> Levels:
     """The levels the final analysis of a task that stopped after `reached` repeats (or ran to the end) tests at:
-    those of the look it stopped at; a task that ran all looks, the last look's."""
-    levels = quality_levels(alpha, looks, family_size)
-    for look, level in zip(looks, levels):
+    those of the look it stopped at; a task that ran all looks, the last look's. A task that stopped at an
+    equivalence-only look (settled equivalent there, or stopped because another task of its cell was worse) has its
+    worse test's one look there, at what the O'Brien-Fleming function spends between the worse test's look before
+    and that fraction (Lan and DeMets: an unplanned look spends its increment; the task never reaches the looks
+    after it, so the planned levels stay valid)."""
+    levels = quality_levels(alpha, looks, family_size, equivalence_only)
+    for k, (look, level) in enumerate(zip(looks, levels)):
         if reached <= look:
+            if look in equivalence_only and look != looks[-1]:
+                before = max([0, *(v for v in looks[:k] if v not in equivalence_only)])
+                worse = spent(alpha, look / looks[-1]) - spent(alpha, before / looks[-1])
+                return Levels(max(0.0, worse), level.equivalent)
             return level
     return levels[-1]
 

@@ -39,12 +39,40 @@ Looks = Annotated[list[Union[StrictInt, Annotated[float, Field(gt=0, le=1)]]] | 
     "(equivalent or worse, analysis/sequential.py): repeat counts ending at the task's repeats (e.g. [2, 4, 8] for 8), "
     "or fractions of each task's repeats ending at 1.0 (e.g. [0.25, 0.5, 1.0]); default 1, a quarter, a half and all "
     "of its repeats. The alpha is spent over the looks up to the planned repeats, so looks must end there")]
+EquivalenceLooks = Annotated[list[Union[StrictInt, Annotated[float, Field(gt=0, lt=1)]]] | None, Field(
+    None, description="more looks at which only the equivalence test may stop a task (the worse test keeps `looks`): "
+    "repeat counts below the task's repeats, or fractions of them below 1.0, e.g. [0.75]; default none. A trade: "
+    "measured at the sm120 sizes (benchmarks/README.md), [0.75] cuts an unchanged cell's tokens 7.6% and calls a "
+    "task truly worse by half the margin equivalent 0.4-1.1 points less often (the equivalence test's last look "
+    "tests at 0.040 instead of 0.044)")]
+DEFAULT_EQUIVALENCE_LOOKS: list[int | float] = []  # measured, not adopted: see EquivalenceLooks and issue 37
 
 
 def default_looks(repeats: int) -> list[int]:
     """The repeats after which a cell looks by default: 1, a quarter, a half and all of its planned repeats (one look
     when it runs once)."""
     return sorted({1, max(1, math.ceil(repeats / 4)), max(1, math.ceil(repeats / 2)), repeats})
+
+
+def resolve_equivalence_looks(extra: list[int | float], looks: list[int]) -> list[int]:
+    """The equivalence-only looks as repeat counts against a task's resolved `looks` (its last the repeats):
+    fractions scaled and rounded up; those that coincide with a look, or reach the repeats, are that look (dropped
+    here); raises ValueError for a count at or past the repeats."""
+    repeats = looks[-1]
+    if any(isinstance(v, int) and not 1 <= v < repeats for v in extra):
+        raise ValueError(f"equivalence looks must be repeat counts from 1 to below the task's {repeats} repeats, "
+                         f"got {extra}")
+    counts = {max(1, math.ceil(v * repeats - 1e-9)) if isinstance(v, float) else v for v in extra}
+    return sorted(c for c in counts if c < repeats and c not in looks)
+
+
+def default_plan(repeats: int, equivalence_looks: list[int | float] | None = None) -> tuple[list[int], list[int]]:
+    """The looks of a task of `repeats` by default (with `equivalence_looks`, default the matrix's default), and
+    which of them only the equivalence test looks at."""
+    looks = default_looks(repeats)
+    extra = resolve_equivalence_looks(DEFAULT_EQUIVALENCE_LOOKS if equivalence_looks is None else equivalence_looks,
+                                      looks)
+    return sorted(looks + extra), extra
 
 
 def resolve_looks(looks: list[int | float], repeats: int) -> list[int]:
@@ -72,6 +100,7 @@ class TaskSettings(_Strict):
     repeats: int | None = Field(None, ge=1, le=1000, description="over quality.repeats")
     reference_repeats: int | None = Field(None, ge=1, le=1000, description="over quality.reference_repeats")
     looks: Looks
+    equivalence_looks: EquivalenceLooks
     api: Literal["completions", "chat"] | None = Field(None, description="over quality.api: a task scored through "
                                                        "chat (the chat template, a reasoning parser) beside "
                                                        "loglikelihood tasks through completions, in one matrix")
@@ -123,6 +152,7 @@ class QualitySection(_Strict):
                                           "cells' repeats is efficient; two or more give the A/A noise floor")
     seed: int = Field(1234, description="the seed of repeat 0 (lm-eval's own default)")
     looks: Looks
+    equivalence_looks: EquivalenceLooks
     screen_documents: float = Field(0.25, gt=0, le=1, description="the share of each task's documents a screened "
                                     "cell answers where it runs the task once (its first look is then a batch of "
                                     "documents, not a repeat): the same seeded documents in every such cell")
@@ -151,12 +181,13 @@ class QualitySection(_Strict):
                                  f"api: chat only{'' if where else ' (no task is scored through chat)'}")
         for task in self.tasks:
             own = self.task_settings.get(task)
-            key = f"task_settings.{task}.looks" if own is not None and own.looks else "looks"
-            try:
-                self.looks_for(task)
-            except ValueError as exc:
-                raise ValueError(f"{key} (task {task}, {self.repeats_for(task, reference=False)} repeats): "
-                                 f"{exc}") from None
+            for name, resolve in (("looks", self._own_looks), ("equivalence_looks", self.equivalence_only_for)):
+                key = f"task_settings.{task}.{name}" if own is not None and getattr(own, name) is not None else name
+                try:
+                    resolve(task)
+                except ValueError as exc:
+                    raise ValueError(f"{key} (task {task}, {self.repeats_for(task, reference=False)} repeats): "
+                                     f"{exc}") from None
         return self
 
     def api_for(self, task: str) -> str:
@@ -168,13 +199,27 @@ class QualitySection(_Strict):
         """Whether any task is scored through this endpoint."""
         return any(self.api_for(task) == api for task in self.tasks)
 
-    def looks_for(self, task: str) -> list[int]:
-        """The repeat counts after which a cell looks at one task: its own looks, else the section's, resolved
-        against its repeats (fractions scaled); default 1, a quarter, a half and all of them."""
+    def _own_looks(self, task: str) -> list[int]:
+        """The looks of both tests at one task: its own looks, else the section's, resolved against its repeats
+        (fractions scaled); default 1, a quarter, a half and all of them."""
         own = self.task_settings.get(task)
         looks = (own.looks if own is not None and own.looks else None) or self.looks
         repeats = self.repeats_for(task, reference=False)
         return resolve_looks(looks, repeats) if looks else default_looks(repeats)
+
+    def equivalence_only_for(self, task: str) -> list[int]:
+        """The repeat counts at which a cell looks at one task for equivalence only: its own equivalence_looks, else
+        the section's (default none); none that coincides with a look of both tests."""
+        own = self.task_settings.get(task)
+        extra = own.equivalence_looks if own is not None and own.equivalence_looks is not None else None
+        if extra is None:
+            extra = self.equivalence_looks if self.equivalence_looks is not None else DEFAULT_EQUIVALENCE_LOOKS
+        return resolve_equivalence_looks(extra, self._own_looks(task))
+
+    def looks_for(self, task: str) -> list[int]:
+        """Every repeat count after which a cell looks at one task: the looks of both tests and the equivalence-only
+        ones (`equivalence_only_for`), in order."""
+        return sorted(self._own_looks(task) + self.equivalence_only_for(task))
 
     def repeats_for(self, task: str, reference: bool) -> int:
         """How many repeats one task runs in a cell (the reference's own count where it is the reference)."""
@@ -191,6 +236,6 @@ class QualitySection(_Strict):
         merged = {key: getattr(self, key) for key in ("limit", "subset", "subset_seed", *GENERATION_KEYS)}
         if own is not None:
             merged.update({k: v for k, v in own.model_dump(exclude_unset=True).items()
-                           if k not in ("gen_kwargs", "repeats", "reference_repeats", "looks")})
+                           if k not in ("gen_kwargs", "repeats", "reference_repeats", "looks", "equivalence_looks")})
             merged["gen_kwargs"] = {**self.gen_kwargs, **own.gen_kwargs}
         return merged

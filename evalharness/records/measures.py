@@ -194,6 +194,7 @@ class TaskScore(BaseModel):
     seed: int | None = None  # the seed sent with every request of repeat 0 (None: lm-eval's 1234, before repeats)
     repeats: list[RepeatScore] = []  # repeats 1..R-1, each with its own seed; the same seeds in every cell
     looks: list[int] = []  # the repeats after which the cell looked (analysis/sequential.py); [] before looks
+    equivalence_only: list[int] = []  # those of the looks at which only the equivalence test looked
     subset: SubsetInfo | None = None  # a seeded random subset of the task's documents (None: all, or the first N)
     stopped: str | None = None  # why it ran fewer repeats than planned: settled at a look, or screened
     calls: CallsSummary | None = None  # a calls task's valid and refused counts (repeat 0); None for lm-eval's tasks

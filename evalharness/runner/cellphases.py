@@ -218,11 +218,14 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
     # ending at its planned repeats (validated: matrix/quality.py)
     looks = {task: default_looks(quality.repeats_for(task, reference=True)) if is_reference
              else quality.looks_for(task) for task in quality.tasks}
+    equivalence_only = {task: [] if is_reference else quality.equivalence_only_for(task) for task in quality.tasks}
     state.screened = screening(matrix, state, against)
     # a task that runs once has one look of repeats: screened, its first look is a batch of its documents instead
     by_documents = {task for task, v in looks.items() if v == [1]} if state.screened else set()
     if state.screened:  # decided from throughput, not from the quality data: a fixed design of its first look
-        looks = {task: v[:1] for task, v in looks.items()}
+        # (of both tests: an equivalence-only look before it would leave the worse test no look)
+        looks = {task: [look for look in v if look not in equivalence_only[task]][:1] for task, v in looks.items()}
+        equivalence_only = {task: [] for task in quality.tasks}
         if by_documents:
             state.screened += (f"; a task it runs once answered {quality.screen_documents:.0%} of its documents "
                                "(quality.screen_documents)")
@@ -235,13 +238,13 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
     def at_look(done: int, running: dict[str, TaskScore]) -> set[str]:
         settled = set()
         for task, score in running.items():
-            score.looks = looks[task]
+            score.looks, score.equivalence_only = looks[task], equivalence_only[task]
             if done not in looks[task] or done >= planned[task] or task not in ref_scores:
                 continue
             _, evidence = task_evidence(task, ref_scores[task], score, state.run_dir)
             if evidence is None:
                 continue
-            level = quality_levels(alpha, looks[task], family_size)[looks[task].index(done)]
+            level = quality_levels(alpha, looks[task], family_size, equivalence_only[task])[looks[task].index(done)]
             decision = decide_look(evidence, margin_for(task, gate), level, family_size)
             if decision.stop is not None:
                 spent_here = level.worse if decision.stop == "worse" else level.equivalent
@@ -288,7 +291,7 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
             per_task=lambda task: {**quality.settings_for(task), **data_of(task), "limit": batching.task_documents},
             repeats=lambda task: 1)
     for score in state.quality:
-        score.looks = looks[score.task]
+        score.looks, score.equivalence_only = looks[score.task], equivalence_only[score.task]
         if state.screened and not score.stopped:
             score.stopped = "screened: " + state.screened.split(":")[0]
     failed = [t.task for t in state.quality if t.error]

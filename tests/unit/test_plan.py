@@ -223,7 +223,7 @@ def test_the_quality_phase_stops_a_task_settled_against_the_reference(tmp_path, 
         return state.quality[0]
 
     same = cell("same", values)
-    assert same.looks == [1, 2, 4, 8] and same.finished_repeats() < 8
+    assert same.looks == [1, 2, 4, 8] and same.equivalence_only == [] and same.finished_repeats() < 8
     assert same.stopped.startswith("equivalent at look")
     broken = cell("broken", [0.0] * 400)
     assert broken.stopped.startswith("worse at look") and broken.finished_repeats() < 8

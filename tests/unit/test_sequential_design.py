@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from benchmarks import sequential_design as sd
-from evalharness.analysis.sequential import (Levels, decide_look, default_looks, equivalence_spent, final_levels,
-                                             last_look_level, look_levels, quality_levels, screened, spent)
+from evalharness.analysis.sequential import (Levels, decide_look, default_looks, default_plan, equivalence_spent,
+                                             final_levels, last_look_level, look_levels, quality_levels, screened,
+                                             spent)
 from evalharness.analysis.stats import PairedEvidence, paired_evidence
 
 MARGIN, ALPHA, CELLS = 0.02, 0.05, 24
@@ -88,6 +89,56 @@ def test_each_error_has_its_own_spending():
     assert equivalence_spent(0.05, 1.0) == 0.05 and equivalence_spent(0.05, 0.5) == pytest.approx(0.0125)
 
 
+@pytest.mark.parametrize("repeats, looks, only", [(1, [1], []), (2, [1, 2], []), (4, [1, 2, 3, 4], [3]),
+                                                  (8, [1, 2, 4, 6, 8], [6]), (15, [1, 4, 8, 12, 15], [12]),
+                                                  (30, [1, 8, 15, 23, 30], [23]), (26, [1, 7, 13, 20, 26], [20])])
+def test_the_default_plan_with_an_equivalence_look_at_three_quarters(repeats, looks, only):
+    assert default_plan(repeats) == (default_looks(repeats), [])  # none by default (measured, not adopted)
+    assert default_plan(repeats, [0.75]) == (looks, only)
+    assert sorted(set(default_looks(repeats)) | set(only)) == looks
+
+
+@pytest.mark.parametrize("looks, only", [([1, 4, 8, 12, 15], [12]), ([1, 8, 15, 23, 30], [23]),
+                                         ([1, 2, 4, 6, 8], [6]), ([1, 3, 4, 8], [3])])
+def test_an_equivalence_only_look_leaves_the_worse_test_as_it_was(looks, only):
+    """The worse test does not look there (level 0) and its other looks, the last included, keep the levels they
+    have without it; the equivalence test spends alpha t^2 over every look, its last look by the integral."""
+    with_it = quality_levels(0.05, looks, 96, only)
+    without = quality_levels(0.05, [v for v in looks if v not in only], 96)
+    worse = [level.worse for look, level in zip(looks, with_it) if look not in only]
+    assert worse == [level.worse for level in without]
+    assert all(level.worse == 0.0 for look, level in zip(looks, with_it) if look in only)
+    fractions = [v / looks[-1] for v in looks]
+    interim = [equivalence_spent(0.05, b) - equivalence_spent(0.05, a) for a, b in zip([0, *fractions], fractions)]
+    assert [v.equivalent for v in with_it[:-1]] == pytest.approx(interim[:-1])
+    assert with_it[-1].equivalent == last_look_level(0.05, fractions, interim[:-1])
+    assert decide_look(PairedEvidence(method="t", n=200, estimate=0.5, se=0.01, df=199), 0.02,
+                       with_it[looks.index(only[0])], 96).stop is None  # a clear drop: no worse stop there
+
+
+def test_a_task_stopped_at_an_equivalence_only_look_spends_the_worse_tests_increment_to_it():
+    """Its final analysis (settled equivalent there, or stopped because its cell was worse): Lan and DeMets' look
+    at that fraction, what the O'Brien-Fleming function spends since the worse test's look before, never more than
+    what the worse test would have spent by its next look."""
+    looks, only = [1, 4, 8, 12, 15], [12]
+    levels = quality_levels(0.05, looks, 96, only)
+    final = final_levels(0.05, looks, 12, 96, only)
+    assert final.equivalent == levels[3].equivalent
+    assert final.worse == pytest.approx(spent(0.05, 12 / 15) - spent(0.05, 8 / 15))
+    assert 0 < final.worse < levels[-1].worse
+    assert final_levels(0.05, looks, 10, 96, only) == final  # between looks: the next one's
+    assert final_levels(0.05, looks, 15, 96, only) == levels[-1]
+    assert final_levels(0.05, looks, 8, 96, only) == levels[2]
+
+
+def test_a_late_look_of_both_tests_would_cost_the_worse_tests_last_look():
+    """Why the look at three quarters is the equivalence test's only: as a look of both, the union bound over the
+    correlated late looks takes the worse test's last level from 0.045 to 0.033 (more repeats for its power)."""
+    both = quality_levels(0.05, [1, 4, 8, 12, 15], 96)[-1].worse
+    alone = quality_levels(0.05, [1, 4, 8, 12, 15], 96, [12])[-1].worse
+    assert both == pytest.approx(0.033, abs=0.002) and alone == pytest.approx(0.0449, abs=2e-4)
+
+
 @pytest.mark.parametrize("looks", [[1, 4, 8, 15], [1, 8, 15, 30], [1, 2]])
 def test_last_look_level_is_the_multivariate_normals_from_below(looks):
     """scipy's multivariate normal (many points: slow, but right at alpha's scale) against the integral's level:
@@ -109,17 +160,18 @@ def test_last_look_level_is_the_multivariate_normals_from_below(looks):
         assert mine == pytest.approx(exact, abs=tolerance)
 
 
-def test_the_looks_cross_at_most_alpha_by_simulation():
+@pytest.mark.parametrize("looks, only", [([1, 4, 8, 15], []), ([1, 4, 8, 12, 15], [12])])
+def test_the_looks_cross_at_most_alpha_by_simulation(looks, only):
     """Brownian motion at the looks' information, 400,000 draws: the chance that any look's statistic crosses its
-    level is at most alpha (standard error 0.00034), for both errors' levels."""
+    level is at most alpha (standard error 0.00034), for both errors' levels, with the default plan's
+    equivalence-only look too."""
     from scipy.stats import norm
 
     rng = np.random.default_rng(11)
-    looks = [1, 4, 8, 15]
-    t = np.array(looks) / 15
+    t = np.array(looks) / looks[-1]
     steps = rng.standard_normal((400_000, len(t))) * np.sqrt(np.diff(np.concatenate([[0.0], t])))
     z = np.cumsum(steps, axis=1) / np.sqrt(t)
-    levels = quality_levels(0.05, looks)
+    levels = quality_levels(0.05, looks, 1, only)
     for which in ("worse", "equivalent"):
         bounds = np.array([norm.isf(getattr(v, which)) if getattr(v, which) > 0 else np.inf for v in levels])
         crossed = float(np.mean((z > bounds).any(axis=1)))

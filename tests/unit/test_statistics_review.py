@@ -221,3 +221,20 @@ def test_the_between_launch_a_a_is_a_matrix_option(tmp_path):
     again = cells[-1]
     assert again.id == reference.id + ".relaunch" and again.settings_hash == reference.settings_hash
     assert (again.args, again.env, again.axes) == (reference.args, reference.env, reference.axes)
+
+
+def test_equivalence_only_looks_are_resolved_per_task_and_bad_ones_name_their_key():
+    # none by default; the section's list (fractions of each task's repeats); a task's own list over the section's
+    assert QualitySection(tasks=["t"], repeats=8).equivalence_only_for("t") == []
+    section = QualitySection(tasks=["t", "u", "v"], repeats=8, equivalence_looks=[0.75],
+                             task_settings={"u": {"equivalence_looks": []}, "v": {"equivalence_looks": [0.5, 7]}})
+    assert section.looks_for("t") == [1, 2, 4, 6, 8] and section.equivalence_only_for("t") == [6]
+    assert section.looks_for("u") == [1, 2, 4, 8] and section.equivalence_only_for("u") == []
+    # a look both tests already take is theirs (0.5 of 8 is 4), not the equivalence test's alone
+    assert section.looks_for("v") == [1, 2, 4, 7, 8] and section.equivalence_only_for("v") == [7]
+    with pytest.raises(ValueError, match=r"equivalence_looks \(task t, 8 repeats\).*below the task's 8 repeats"):
+        QualitySection(tasks=["t"], repeats=8, equivalence_looks=[8])
+    with pytest.raises(ValueError, match=r"task_settings.u.equivalence_looks \(task u, 4 repeats\)"):
+        QualitySection(tasks=["t", "u"], repeats=8, task_settings={"u": {"repeats": 4, "equivalence_looks": [5]}})
+    with pytest.raises(ValueError, match="less than 1"):
+        QualitySection(tasks=["t"], repeats=8, equivalence_looks=[1.0])
