@@ -24,7 +24,7 @@ equivalence-only look (settled equivalent, or its cell worse) has its final wors
 spends from the worse test's look before to there (`final_levels`). Not the default: the criterion stated before it
 was measured (issue 37) was fewer tokens for an unchanged cell at no loss of equivalence power near the margin, and
 benchmarks/sequential_design.py measures a loss (the calibrated test, the sm120 sizes: an unchanged fast cell 7.6%
-fewer tokens, looks + screening 39.0% of the fixed design's against 40.1%, but a task truly worse by half the margin
+fewer tokens, looks + screening 39.1% of the fixed design's against 40.1%, but a task truly worse by half the margin
 called equivalent 0.4-1.1 points less often, each beyond two standard errors): the extra look's alpha comes out of
 the last look's, where a cell near the margin is decided.
 The last look of each gets back what the union bound over-counts (`last_look_level`): an earlier crossing that the

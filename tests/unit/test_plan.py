@@ -230,6 +230,47 @@ def test_the_quality_phase_stops_a_task_settled_against_the_reference(tmp_path, 
     assert cell("ref", values).finished_repeats() == 8  # the reference never stops early
 
 
+def test_an_equivalence_only_look_is_looked_at_for_equivalence_alone_and_recorded(tmp_path, monkeypatch):
+    """quality.equivalence_looks: [0.75] of 8 repeats: the cell looks at 6 too, where only the equivalence test may
+    stop it (worse level 0), and its record names that look so the final analysis tests at its levels."""
+    from types import SimpleNamespace
+
+    from evalharness.analysis.sequential import LookDecision
+    from evalharness.matrix.schema import Matrix
+    from evalharness.phases import quality
+    from evalharness.runner import cellphases
+
+    values = [1.0] * 300 + [0.0] * 100
+    ref_scores = _scores(tmp_path, "ref", {"t": values}, {"t": [values] * 7})
+    reference = SimpleNamespace(quality=ref_scores, throughput=[])
+    matrix = Matrix.model_validate({"name": "m", "engine": "vllm", "model": "x", "gate": {"margin": 0.1},
+                                    "quality": {"tasks": ["t"], "repeats": 8, "equivalence_looks": [0.75]}})
+
+    def run(task, spec, task_dir, run_dir, alive, retries, timeout_s):
+        rel = task_dir.relative_to(run_dir) / "samples.jsonl"
+        (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / rel).write_text("".join(json.dumps({"doc_id": i, "doc_hash": f"h{i}", "filter": "none",
+                                                       "metrics": {"acc": v}}) + "\n" for i, v in enumerate(values)))
+        return TaskScore(task=task, version=1.0, metric="acc,none", seed=spec["seed"], samples=str(rel), value=1.0)
+
+    seen = []
+
+    def never_stop(evidence, margin, level, family_size):  # record each look's levels, let the task run them all
+        seen.append(level)
+        return LookDecision(None, level)
+
+    monkeypatch.setattr(quality, "run_task", run)
+    monkeypatch.setattr(cellphases, "decide_look", never_stop)
+    state = SimpleNamespace(cell=SimpleNamespace(id="c"), plan=SimpleNamespace(base_url="u", served_model_name="m"),
+                            cell_dir=tmp_path / "cells" / "c", run_dir=tmp_path, quality=[], throughput=[],
+                            screened=None, status="ok", phase="", enter=lambda *a: None)
+    cellphases.quality_phase(matrix, state, None, lambda: True, "ref", reference, family_size=4)
+    [score] = state.quality
+    assert score.looks == [1, 2, 4, 6, 8] and score.equivalence_only == [6] and score.finished_repeats() == 8
+    assert len(seen) == 4  # the looks before the last (the last is the final analysis)
+    assert seen[3].worse == 0.0 and seen[3].equivalent > 0 and all(level.worse > 0 for level in seen[:3])
+
+
 def test_a_screened_cell_that_answers_each_task_once_answers_a_share_of_its_documents(tmp_path, monkeypatch):
     """Screening a cell whose tasks run once cut nothing when looks were repeats only: its first look is now a
     batch of documents (quality.screen_documents), sent to the worker as a fraction; a task repeated keeps its first
