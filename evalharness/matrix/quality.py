@@ -54,6 +54,11 @@ def default_looks(repeats: int) -> list[int]:
     return sorted({1, max(1, math.ceil(repeats / 4)), max(1, math.ceil(repeats / 2)), repeats})
 
 
+def _scaled(fraction: float, repeats: int) -> int:
+    """A fraction of a task's repeats as a repeat count, rounded up (at least 1)."""
+    return max(1, math.ceil(fraction * repeats - 1e-9))
+
+
 def resolve_equivalence_looks(extra: list[int | float], looks: list[int]) -> list[int]:
     """The equivalence-only looks as repeat counts against a task's resolved `looks` (its last the repeats):
     fractions scaled and rounded up; those that coincide with a look, or reach the repeats, are that look (dropped
@@ -62,7 +67,7 @@ def resolve_equivalence_looks(extra: list[int | float], looks: list[int]) -> lis
     if any(isinstance(v, int) and not 1 <= v < repeats for v in extra):
         raise ValueError(f"equivalence looks must be repeat counts from 1 to below the task's {repeats} repeats, "
                          f"got {extra}")
-    counts = {max(1, math.ceil(v * repeats - 1e-9)) if isinstance(v, float) else v for v in extra}
+    counts = {_scaled(v, repeats) if isinstance(v, float) else v for v in extra}
     return sorted(c for c in counts if c < repeats and c not in looks)
 
 
@@ -84,7 +89,7 @@ def resolve_looks(looks: list[int | float], repeats: int) -> list[int]:
             raise ValueError(f"fractions of the repeats must lie in (0, 1], got {looks}")
         if list(looks) != sorted(set(looks)) or looks[-1] != 1:
             raise ValueError(f"fractions of the repeats must be strictly increasing and end at 1.0, got {looks}")
-        return sorted({max(1, math.ceil(v * repeats - 1e-9)) for v in looks})
+        return sorted({_scaled(v, repeats) for v in looks})
     if any(v < 1 for v in looks) or list(looks) != sorted(set(looks)):
         raise ValueError(f"looks must be strictly increasing repeat counts of at least 1, got {looks}")
     if looks[-1] != repeats:
