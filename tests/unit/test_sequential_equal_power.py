@@ -65,11 +65,35 @@ def test_the_search_takes_the_smallest_repeats_that_reach_the_fixed_power():
                                          margin=MARGIN, alpha=ALPHA, drop=2 * MARGIN, broken_factor=0.3, check=1)
     assert seen["result"].checked == 1 and seen["result"].agreed == 1  # every candidate decided alike by the package
     fixed = dict(zip((t.name for t in tasks), seen["fixed"]))
+    fixed_eq = dict(zip((t.name for t in tasks), seen["fixed_equivalence"]))
+    assert all(0.5 < e < 1 for e in fixed_eq.values())  # a task truly worse by half the margin: mostly equivalent
     for task, steps in seen[sd.BOTH.name].items():
-        *below, (last_repeats, last_power) = steps
-        assert all(p < fixed[task] for _, p in below)  # each smaller candidate fell short
-        assert last_power >= fixed[task] or len(steps) == 4  # the chosen one reached it (or the largest tried)
+        *below, (last_repeats, last_power, last_eq) = steps
+        # each smaller candidate fell short of the fixed design's worse power or its equivalence power
+        assert all(p < fixed[task] or e < fixed_eq[task] for _, p, e in below)
+        # the chosen one reached both (or is the largest tried)
+        assert (last_power >= fixed[task] and last_eq >= fixed_eq[task]) or len(steps) == 4
     assert chosen[0].repeats == tuple(steps[-1][0] for steps in seen[sd.BOTH.name].values())
+
+
+def test_the_equivalence_only_look_is_searched_for_the_equivalence_power_it_spends():
+    """At the same repeats the look calls a task truly worse by half the margin equivalent less often (its alpha
+    comes out of the equivalence test's last look); the search sees that and, where it falls below the fixed
+    design's, takes a repeat more than the design without the look. Without the near-the-margin draws it could not."""
+    tasks = sd.sized_tasks(sd.parse_tasks(sd.SM120, 0.5), consistency=0.5, margin=MARGIN, alpha=ALPHA, cells=CELLS)
+    mix = sd.Mix.of(CELLS, 0.25, 0.25, 0.5)
+    kw = dict(offsets=(0, 1, 2, 3), trials=200, seed=4, margin=MARGIN, alpha=ALPHA, drop=2 * MARGIN,
+              broken_factor=0.3)
+    (without, with_look), seen = sd.search_equal_power(tasks, mix, bases=(sd.BOTH, sd.BOTH_LOOK), **kw)
+    for task in seen[sd.BOTH.name]:
+        a = {r: e for r, _, e in seen[sd.BOTH_LOOK.name][task]}
+        b = {r: e for r, _, e in seen[sd.BOTH.name][task]}
+        # on the same draws, at every repeats both tried, the look's equivalence power is not above the design's
+        # without it by more than a stop at three quarters can add
+        assert all(a[r] <= b[r] + 0.005 for r in set(a) & set(b)), task
+    assert all(x >= y for x, y in zip(with_look.repeats, without.repeats))
+    worse_only, _ = sd.search_equal_power(tasks, mix, bases=(sd.BOTH_LOOK,), near=False, **kw)
+    assert all(x >= y for x, y in zip(with_look.repeats, worse_only[0].repeats))
 
 
 def test_without_broken_cells_is_measured_too():
