@@ -248,8 +248,9 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
             decision = decide_look(evidence, margin_for(task, gate), level, family_size)
             if decision.stop is not None:
                 spent_here = level.worse if decision.stop == "worse" else level.equivalent
+                own = ", the equivalence test's own look" if done in equivalence_only[task] else ""
                 score.stopped = (f"{decision.stop} at look {looks[task].index(done) + 1} of {len(looks[task])} "
-                                 f"({done} of {planned[task]} repeats, alpha spent {spent_here:.2g})")
+                                 f"({done} of {planned[task]} repeats{own}, alpha spent {spent_here:.2g})")
                 settled.add(task)
         worse = [t for t in settled if running[t].stopped.startswith("worse")]
         if worse:  # the cell is worse whatever its other tasks say: each stops at its own next look

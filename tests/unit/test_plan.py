@@ -223,7 +223,8 @@ def test_the_quality_phase_stops_a_task_settled_against_the_reference(tmp_path, 
         return state.quality[0]
 
     same = cell("same", values)
-    assert same.looks == [1, 2, 4, 8] and same.equivalence_only == [] and same.finished_repeats() < 8
+    # the default looks: 1, a quarter, a half, all, and the equivalence test's own look at three quarters
+    assert same.looks == [1, 2, 4, 6, 8] and same.equivalence_only == [6] and same.finished_repeats() < 8
     assert same.stopped.startswith("equivalent at look")
     broken = cell("broken", [0.0] * 400)
     assert broken.stopped.startswith("worse at look") and broken.finished_repeats() < 8
@@ -269,6 +270,16 @@ def test_an_equivalence_only_look_is_looked_at_for_equivalence_alone_and_recorde
     assert score.looks == [1, 2, 4, 6, 8] and score.equivalence_only == [6] and score.finished_repeats() == 8
     assert len(seen) == 4  # the looks before the last (the last is the final analysis)
     assert seen[3].worse == 0.0 and seen[3].equivalent > 0 and all(level.worse > 0 for level in seen[:3])
+
+    def equivalent_at_its_own_look(evidence, margin, level, family_size):  # settled where only equivalence looks
+        return LookDecision("equivalent" if level.worse == 0.0 else None, level)
+
+    monkeypatch.setattr(cellphases, "decide_look", equivalent_at_its_own_look)
+    state.quality, state.cell_dir = [], tmp_path / "cells" / "d"
+    cellphases.quality_phase(matrix, state, None, lambda: True, "ref", reference, family_size=4)
+    [score] = state.quality
+    assert score.finished_repeats() == 6
+    assert score.stopped.startswith("equivalent at look 4 of 5 (6 of 8 repeats, the equivalence test's own look")
 
 
 def test_a_screened_cell_that_answers_each_task_once_answers_a_share_of_its_documents(tmp_path, monkeypatch):

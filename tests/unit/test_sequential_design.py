@@ -93,7 +93,8 @@ def test_each_error_has_its_own_spending():
                                                   (8, [1, 2, 4, 6, 8], [6]), (15, [1, 4, 8, 12, 15], [12]),
                                                   (30, [1, 8, 15, 23, 30], [23]), (26, [1, 7, 13, 20, 26], [20])])
 def test_the_default_plan_with_an_equivalence_look_at_three_quarters(repeats, looks, only):
-    assert default_plan(repeats) == (default_looks(repeats), [])  # none by default (measured, not adopted)
+    assert default_plan(repeats) == (looks, only)  # the default (issue 37: measured at equal power of both tests)
+    assert default_plan(repeats, []) == (default_looks(repeats), [])  # none
     assert default_plan(repeats, [0.75]) == (looks, only)
     assert sorted(set(default_looks(repeats)) | set(only)) == looks
 
@@ -310,8 +311,8 @@ def test_sequential_runs_at_most_the_fixed_repeats_and_screened_cells_one_look(m
 
 def test_sequential_uses_well_under_half_the_tokens(mixed):
     _, figures = mixed
-    # the benchmark measures 37.5% at 4,000 runs (runs 31-45%), at lower per-task power than the fixed design's
-    assert 0.36 < figures["ratio"] < 0.46
+    # the benchmark measures 35.2% at 4,000 runs (seed 3), at lower per-task power than the fixed design's
+    assert 0.31 < figures["ratio"] < 0.42
 
 
 def test_false_alarms_of_sequential_not_above_fixed(mixed, boundary):

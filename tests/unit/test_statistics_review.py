@@ -80,8 +80,12 @@ def test_finding_3_looks_that_do_not_end_at_the_planned_repeats_are_refused():
     with pytest.raises(ValueError, match=r"task_settings.u.looks"):
         QualitySection(tasks=["t", "u"], repeats=8, looks=[0.5, 1.0], task_settings={"u": {"looks": [3, 5]}})
     # fractions resolve against each task's own repeats, so one list ends at every task's planned end
-    section = QualitySection(tasks=["t", "u"], repeats=8, looks=[0.25, 0.5, 1.0], task_settings={"u": {"repeats": 30}})
+    section = QualitySection(tasks=["t", "u"], repeats=8, looks=[0.25, 0.5, 1.0], equivalence_looks=[],
+                             task_settings={"u": {"repeats": 30}})
     assert section.looks_for("t") == [2, 4, 8] and section.looks_for("u") == [8, 15, 30]
+    # (the default's equivalence-only look at three quarters joins them, the equivalence test's alone)
+    default = QualitySection(tasks=["t"], repeats=8, looks=[0.25, 0.5, 1.0])
+    assert default.looks_for("t") == [2, 4, 6, 8] and default.equivalence_only_for("t") == [6]
     # the alpha spent over looks that end at the plan adds up to alpha once, never twice
     assert sum(look_levels(0.05, section.looks_for("u"))) == pytest.approx(0.05)
     assert final_levels(0.05, section.looks_for("u"), 30) == quality_levels(0.05, [8, 15, 30])[-1]
@@ -224,8 +228,10 @@ def test_the_between_launch_a_a_is_a_matrix_option(tmp_path):
 
 
 def test_equivalence_only_looks_are_resolved_per_task_and_bad_ones_name_their_key():
-    # none by default; the section's list (fractions of each task's repeats); a task's own list over the section's
-    assert QualitySection(tasks=["t"], repeats=8).equivalence_only_for("t") == []
+    # three quarters by default, [] for none; the section's list (fractions of each task's repeats); a task's own
+    # list over the section's
+    assert QualitySection(tasks=["t"], repeats=8).equivalence_only_for("t") == [6]
+    assert QualitySection(tasks=["t"], repeats=8, equivalence_looks=[]).looks_for("t") == [1, 2, 4, 8]
     section = QualitySection(tasks=["t", "u", "v"], repeats=8, equivalence_looks=[0.75],
                              task_settings={"u": {"equivalence_looks": []}, "v": {"equivalence_looks": [0.5, 7]}})
     assert section.looks_for("t") == [1, 2, 4, 6, 8] and section.equivalence_only_for("t") == [6]
