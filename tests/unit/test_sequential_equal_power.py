@@ -82,7 +82,7 @@ def test_the_equivalence_only_look_is_searched_for_the_equivalence_power_it_spen
     design's, takes a repeat more than the design without the look. Without the near-the-margin draws it could not."""
     tasks = sd.sized_tasks(sd.parse_tasks(sd.SM120, 0.5), consistency=0.5, margin=MARGIN, alpha=ALPHA, cells=CELLS)
     mix = sd.Mix.of(CELLS, 0.25, 0.25, 0.5)
-    kw = dict(offsets=(0, 1, 2, 3), trials=200, seed=4, margin=MARGIN, alpha=ALPHA, drop=2 * MARGIN,
+    kw = dict(offsets=(0, 1, 2, 3), trials=100, seed=4, margin=MARGIN, alpha=ALPHA, drop=2 * MARGIN,
               broken_factor=0.3)
     (without, with_look), seen = sd.search_equal_power(tasks, mix, bases=(sd.BOTH, sd.BOTH_LOOK), **kw)
     for task in seen[sd.BOTH.name]:
