@@ -127,7 +127,13 @@ class Task:
 
     @property
     def looks(self) -> list[int]:
+        """The package's default looks at the fixed design's repeats, the equivalence-only ones included."""
         return default_plan(self.cell_repeats)[0]
+
+    @property
+    def equivalence_only(self) -> list[int]:
+        """Which of `looks` only the equivalence test looks at (the worse test spends nothing there)."""
+        return default_plan(self.cell_repeats)[1]
 
     def screened_docs(self, share: float, repeats: int | None = None) -> int | None:
         """The documents a screened cell answers of this task: a share of them when the task runs once (`repeats`,
@@ -812,8 +818,9 @@ def per_task_equivalence(res: Result, name: str) -> np.ndarray:
     return np.mean(res.outcomes[name][:, fast, :] == EQUIVALENT, axis=(0, 1))
 
 
-def near_mix(mix: Mix) -> Mix:
-    """Every cell truly worse by a little (the scenario's drop), with `mix`'s fast / slow split."""
+def all_dropped(mix: Mix) -> Mix:
+    """Every cell truly worse by the scenario's drop (the margin at the boundary, half of it near the margin),
+    with `mix`'s fast / slow split."""
     return Mix(tuple(DROPPED for _ in mix.kinds), mix.fast)
 
 
@@ -824,7 +831,7 @@ def search_equal_power(tasks: Sequence[Task], mix: Mix, *, bases: Sequence[Desig
     least the fixed design's per-task power on the same draws (nested repeats: every candidate shares the fixed
     design's first Rc repeats): the worse test's (each task of a fast cell with a true drop called worse on its own,
     on `mix`) and, with `near`, the equivalence test's (each task of a fast cell truly worse by half the margin
-    called equivalent, on draws of their own: `near_mix`). Looks spend the worse test's alpha early, and an
+    called equivalent, on draws of their own: `all_dropped`). Looks spend the worse test's alpha early, and an
     equivalence-only look the equivalence test's, so each may need its own repeats. Returns the chosen designs (the
     bases' names) and what the search saw: {base: {task: [(repeats, power, equivalence power or nan), ...]},
     'fixed': powers, 'fixed_equivalence': ..., 'result': the mixed draws' Result, 'near': the near draws'}."""
@@ -845,7 +852,7 @@ def search_equal_power(tasks: Sequence[Task], mix: Mix, *, bases: Sequence[Desig
     if near:
         near_kw = {**simulate_kw, "drop": simulate_kw["margin"] / 2, "check": 0,
                    "seed": [*np.atleast_1d(simulate_kw["seed"]).tolist(), 2]}
-        near_res = simulate(tasks, near_mix(mix), designs=designs, **near_kw)
+        near_res = simulate(tasks, all_dropped(mix), designs=designs, **near_kw)
         fixed_eq = per_task_equivalence(near_res, FIXED.name)
     chosen, seen, short = [], {"fixed": fixed, "fixed_equivalence": fixed_eq}, {}
     for b in bases:
@@ -1004,20 +1011,20 @@ def equivalence_look_criterion(rows: dict, boundary: dict | None, near: dict | N
                               f"{_rate(fixed)[0]:.2%}; without the look {without:.2%})"))
     if near is not None and BOTH_LOOK.name in near:
         lines.append(_near_line(near, BOTH_LOOK.name, FIXED.name, f"with {what}", points))
-        lines.append("  [info] " + _near_line(near, BOTH_LOOK.name, BOTH.name, "against the design without the look "
-                                              "(the criterion first stated)", 0.0).split("] ", 1)[1])
+        lines.append("  [info] " + _near_compare(near, BOTH_LOOK.name, BOTH.name, "against the design without the "
+                                                 "look (the criterion first stated)", 0.0)[1])
     if WITH_EQUIVALENCE_LOOK in rows:  # the same repeats: what a matrix that keeps its repeats trades
         c = rows[WITH_EQUIVALENCE_LOOK]
         d, se = _diff(c["ratio_runs"], b["ratio_runs"])
         info = (f"  [info] {WITH_EQUIVALENCE_LOOK} (the same repeats as without it): {c['ratio']:.1%} of the fixed "
                 f"design's tokens ({d * 100:+.2f} +-{se * 100:.2f} points)")
         if near is not None and WITH_EQUIVALENCE_LOOK in near:
-            info += "; " + _near_line(near, WITH_EQUIVALENCE_LOOK, BOTH.name, "near the margin", 0.0).split("] ", 1)[1]
+            info += "; " + _near_compare(near, WITH_EQUIVALENCE_LOOK, BOTH.name, "near the margin", 0.0)[1]
         lines.append(info)
     return lines
 
 
-def _near_line(near: dict, name: str, against: str, what: str, points: float) -> str:
+def _near_compare(near: dict, name: str, against: str, what: str, points: float) -> tuple[bool, str]:
     """Each task's equivalence power near the margin against another design's on the same draws: met where no task
     is below it by more than `points` beyond two standard errors of the paired difference."""
     parts, ok = [], True
@@ -1026,8 +1033,12 @@ def _near_line(near: dict, name: str, against: str, what: str, points: float) ->
         ok &= d >= -points - 2 * se
         parts.append(f"{_rate(x)[0]:.1%} against {_rate(y)[0]:.1%} ({d:+.1%} +-{se:.1%})")
     within = f"by more than {points:.0%} " if points else ""
-    return _verdict(ok, f"{what}, a task truly worse by half the margin is called equivalent no less often than "
-                    f"{against} {within}(per task, beyond two standard errors): " + "; ".join(parts))
+    return ok, (f"{what}, a task truly worse by half the margin is called equivalent no less often than {against} "
+                f"{within}(per task, beyond two standard errors): " + "; ".join(parts))
+
+
+def _near_line(near: dict, name: str, against: str, what: str, points: float) -> str:
+    return _verdict(*_near_compare(near, name, against, what, points))
 
 
 # ---------------------------------------------------------------------------------------------------------- setup
@@ -1059,10 +1070,11 @@ def sized_tasks(sizes, *, consistency: float, margin: float, alpha: float, cells
 def print_tasks(tasks: Sequence[Task], cells: int, alpha: float) -> None:
     family = cells * len(tasks)
     for t in tasks:
-        levels = quality_levels(alpha, t.looks, family)
+        levels = quality_levels(alpha, t.looks, family, t.equivalence_only)
         print(f"  {t.name}: {t.docs} docs at {t.accuracy:.3f}, consistency {t.consistency:.2f}, {t.tokens:,.0f} "
               f"tokens per answer (assumed); repeats_for_task (cell, reference) ({t.cell_repeats}, "
-              f"{t.reference_repeats}); looks {t.looks}, levels worse (x family) "
+              f"{t.reference_repeats}); looks {t.looks} (equivalence only {t.equivalence_only}), levels worse "
+              "(x family) "
               + ", ".join(f"{v.worse:.2g}" for v in levels) + "; equivalent "
               + ", ".join(f"{v.equivalent:.2g}" for v in levels))
 
@@ -1155,7 +1167,7 @@ def run_regime(tasks: list[Task], mixes: Sequence[tuple[str, Mix]], *, margin: f
         null = report_null(nres)
         print(f"  (checked against the package: {nres.agreed} of {nres.checked} runs decided alike)")
     if boundary_trials:
-        edge = near_mix(first)
+        edge = all_dropped(first)
         start = time.perf_counter()
         bres = simulate(tasks, edge, designs=headline, trials=boundary_trials, seed=_seed(seed, f"{label}/boundary"),
                         check=min(check, 2), **{**kw, "drop": margin})
@@ -1167,7 +1179,7 @@ def run_regime(tasks: list[Task], mixes: Sequence[tuple[str, Mix]], *, margin: f
         print(f"  (checked against the package: {bres.agreed} of {bres.checked} runs decided alike)")
     near = None
     if near_trials:
-        edge = near_mix(first)
+        edge = all_dropped(first)
         start = time.perf_counter()
         # equivalence power: the designs compared at equal power and the look at the same repeats (the calibrated
         # test is slow, and the cell stop rows differ only where a task is worse)

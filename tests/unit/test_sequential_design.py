@@ -377,3 +377,17 @@ def test_a_screened_cell_of_tasks_answered_once_uses_a_share_of_the_documents_an
     whole = sd.simulate(tasks, mix, margin=MARGIN, alpha=ALPHA, drop=2 * MARGIN, broken_factor=0.3, trials=4, seed=5,
                         check=2, screen_documents=1.0)
     assert whole.agreed == 2 and np.all(whole.reached == 1)
+
+
+def test_the_printed_levels_are_the_default_plans_with_the_worse_test_silent_at_its_equivalence_only_look(capsys):
+    """print_tasks printed the default looks' levels as if three quarters were a look of both tests (worse 0.021 at
+    12 of 15, 0.033 at the last): the worse test spends nothing there and keeps its own last level."""
+    tasks = sm120_tasks()
+    [gsm8k] = [t for t in tasks if t.name == "gsm8k"]
+    assert gsm8k.looks == [1, 4, 8, 12, 15] and gsm8k.equivalence_only == [12]
+    sd.print_tasks(tasks, CELLS, ALPHA)
+    out = capsys.readouterr().out
+    levels = quality_levels(ALPHA, gsm8k.looks, CELLS * 4, [12])
+    assert levels[3].worse == 0 and levels[-1].worse == quality_levels(ALPHA, [1, 4, 8, 15], CELLS * 4)[-1].worse
+    assert "(equivalence only [12])" in out and "levels worse (x family) " + ", ".join(
+        f"{v.worse:.2g}" for v in levels) in out
