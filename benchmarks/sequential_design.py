@@ -322,7 +322,7 @@ class Design:
     repeats: each task's maximum cell repeats R (None: the fixed design's, `repeats_for_task`'s): raised above the
       fixed design's to buy back the per-task power the looks spend (the equal-power search);
     equivalence_look: with looks, also the equivalence test's own look at three quarters of the repeats
-      (`quality.equivalence_looks: [0.75]`, an option, not the default), to measure that choice on the same draws."""
+      (`quality.equivalence_looks: [0.75]`, the package's default; False: `[]`), on the same draws."""
 
     name: str
     looks: bool = False
