@@ -311,9 +311,9 @@ def _score_interval(n: int, lost: int, gained: int, confidence: float) -> tuple[
 class Design:
     """One way to run the cells' quality tasks (the reference always runs all its repeats Rr, in every design).
 
-    looks: a cell runs each task in looks `default_plan(R)` (1, a quarter, a half and all of R) and stops it at its
-      first stop (`decide_look`); without,
-      it runs R repeats and is decided once (at alpha);
+    looks: a cell runs each task in looks `default_looks(R)` (1, a quarter, a half and all of R; with
+      `equivalence_look`, three quarters too) and stops it at its first stop (`decide_look`); without, it runs R
+      repeats and is decided once (at alpha);
     screening: a cell that is not faster (`screened(verdict, full_quality=False)`) runs only a first look, one repeat
       (or, of a task it runs once, `screen_documents` of its documents), decided as a fixed design of it at alpha;
     cell_stop: once a task of a cell is worse, the cell's other tasks stop at their next look (the runner's rule,
