@@ -13,7 +13,10 @@ is decided at 32, not by its single-stream figure. Pure: reads records (and the 
   into more tokens per second. How far each cell's own SLO-meeting loads reach is reported beside it.
 - **The figure**: output tokens/s of the kept repeats; with an SLO (`report.slo`), goodput tokens/s (the output
   tokens of requests meeting every target per second, analysis/goodput.py). Per repeat either way, so the one speed
-  rule (analysis/speed.py) gives its interval and verdict. A cell none of whose requests meets the SLO there has
+  rule (analysis/speed.py) gives its interval and verdict, on the same repeats as the printed value: those the host
+  sampler did not flag. A repeat whose requests missed the SLO has low goodput, and that is the signal: before
+  issue 57 the rule set such a repeat aside as an outlier, and a cell at 31 tok/s with 2 of 5 requests missing its
+  TTFT target read "1.29x faster" on goodput against a reference at 24.04. A cell none of whose requests meets the SLO there has
   goodput 0: slower than a reference that has some.
 - **Crossovers**: the same rule on output tok/s at each sweep step both sides measured; a cell faster at one load
   and slower at another is said to be, with the loads between which it turns.
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from evalharness.analysis.goodput import StepSlo, Target, slo_words, step_slo, targets_of
-from evalharness.analysis.speed import Side, SpeedVerdict, set_aside, side_of, speedup
+from evalharness.analysis.speed import Side, SpeedVerdict, kept_rates, set_aside, side_of, speedup
 from evalharness.matrix.base import LENGTH_SCENARIO_PREFIX
 from evalharness.matrix.throughput import SweepSection
 from evalharness.records.measures import ScenarioResult
@@ -58,7 +61,8 @@ class OperatingPoint:
         if self.kind == "load":
             load = f"concurrency {self.concurrency}" if self.concurrency else f"{self.request_rate:g} requests/s"
             if self.by_reference == "best":
-                return f"{load} (where the reference serves the most goodput under the SLO)"
+                return (f"{load} (where the reference serves the most goodput among the loads whose percentile "
+                        "estimates meet the SLO)")
             if self.by_reference == "none":
                 return f"{load} (the reference meets the SLO at no load measured: its lowest is read)"
             return load
@@ -117,7 +121,8 @@ class CellFigure:
     request_rate: float | None = None
 
     def range(self) -> tuple[float, float] | None:
-        rates = self.side.rates
+        """(lowest, highest) of the kept repeats (a disturbed one is never a cell's figure); None with one."""
+        rates = kept_rates(self.side)
         return (min(rates), max(rates)) if len(rates) > 1 else None
 
 

@@ -257,6 +257,15 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
+def confidence_text(confidence: float) -> str:
+    """91.1%, 99.97%: enough digits that a level near 100% does not print as 100%."""
+    for digits in range(1, 6):
+        text = f"{100 * confidence:.{digits}f}"
+        if float(text) < 100 or confidence >= 1:
+            return text.rstrip("0").rstrip(".") + "%"
+    return f"{100 * confidence:.5f}%"
+
+
 def log_ratio_interval(before: Sequence[float], after: Sequence[float], *, confidence: float = 0.95,
                        usevar: Literal["unequal", "pooled"] = "unequal") -> tuple[float, float, float] | None:
     """(ratio, low, high) of after over before from independent repeats (repeat i of one run has nothing to do with

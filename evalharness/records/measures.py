@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+STALL_WORDS = "its streams stalled"  # how phases/throughput/stats.py `judge_stalls` begins
 
 
 class Percentiles(BaseModel):
@@ -36,7 +38,8 @@ class RepeatFigures(BaseModel):
     seconds: float
     requests: int
     completed: int
-    disturbed: str = ""  # why it was judged disturbed ('' when clean): what crossed its limit, in words
+    disturbed: str = ""  # why the host sampler judged it disturbed ('' when clean): what crossed its limit, in words
+    stalled: str = ""  # where its own streams stalled, in words: recorded, never a reason to set it aside (issue 57)
     host: dict[str, Any] = {}  # foreign_cores, steal_share, load_1m, gpu_others: serving/host.py `HostWindow`
     longest_gap_s: float | None = None  # the longest wait for a token in any stream of the repeat
     median_gap_s: float | None = None  # the repeat's median inter-token gap
@@ -45,6 +48,17 @@ class RepeatFigures(BaseModel):
     # each measured request's latencies, for goodput under any SLO (analysis/goodput.py): [ttft_s, tpot_s, e2e_s,
     # output_tokens]; a failed request is [None, None, None, 0] (it meets no SLO). Empty in runs before issue 38
     per_request: list[list[float | None]] = []
+
+    @model_validator(mode="after")
+    def _stalls_apart(self) -> "RepeatFigures":
+        """A record written before issue 57 kept its streams' stalls among the reasons it was disturbed: read them
+        as `stalled`, so that an old run and a resumed cell judge as a new one does."""
+        parts = self.disturbed.split("; ") if self.disturbed else []
+        stalls = [p for p in parts if p.startswith(STALL_WORDS)]
+        if stalls:
+            self.disturbed = "; ".join(p for p in parts if not p.startswith(STALL_WORDS))
+            self.stalled = self.stalled or "; ".join(stalls)
+        return self
 
 
 class ScenarioResult(BaseModel):
@@ -91,7 +105,7 @@ class ScenarioResult(BaseModel):
         return min(self.repeat_tok_s), max(self.repeat_tok_s)
 
     def disturbed_repeats(self) -> list[tuple[int, RepeatFigures]]:
-        """(1-based index, figures) of every repeat judged disturbed while it was measured."""
+        """(1-based index, figures) of every repeat the host sampler judged disturbed while it was measured."""
         return [(i + 1, r) for i, r in enumerate(self.repeat_figures) if r.disturbed]
 
     def itl_interpolated(self) -> bool:

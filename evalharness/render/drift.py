@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from evalharness.analysis.stats import confidence_text
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
 
@@ -16,15 +17,6 @@ def interval_text(delta: float | None, low: float | None, high: float | None,
         return ""
     level = "" if confidence is None else f" {confidence_text(confidence)}"
     return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]{level}"
-
-
-def confidence_text(confidence: float) -> str:
-    """91.1%, 99.97%: enough digits that a level near 100% does not print as 100%."""
-    for digits in range(1, 6):
-        text = f"{100 * confidence:.{digits}f}"
-        if float(text) < 100 or confidence >= 1:
-            return text.rstrip("0").rstrip(".") + "%"
-    return f"{100 * confidence:.5f}%"
 
 
 def verdict_text(outcome: str | None, drop_upper: float | None, bold: bool = True) -> str:

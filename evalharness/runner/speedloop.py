@@ -1,6 +1,8 @@
 """A throughput scenario's repeats as the runner drives them: each repeat measured inside a host window
-(serving/interference.py) and judged for disturbance, by the host and by its own streams (phases/throughput/stats.py
-`stream_stalls`); a disturbed repeat measured again (`remeasure`); after each repeat from the plan's minimum on, a
+(serving/interference.py) and judged disturbed by the host alone; its streams' stalls (phases/throughput/stats.py
+`stream_stalls`) are recorded beside it, the engine's own behaviour, never a reason to set it aside (issue 57); a
+disturbed repeat measured again (`remeasure`); after each repeat from the first look on (analysis/speed.py
+`first_look`), a
 cell's figures put to the speed rule against the reference's (analysis/speed.py), stopping once it is decided; the
 reference, shared by every cell, measures all its repeats. Every finished repeat is appended to
 cells/<id>/throughput/<scenario>.jsonl, so a cell re-run on --resume continues from its last finished repeat.
@@ -14,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from evalharness.analysis.speed import Side, decided, set_aside, side_of, speedup
+from evalharness.analysis.speed import Side, decided, first_look, set_aside, side_of, speedup
 from evalharness.matrix.schema import OperatingPointSpec, Scenario, SweepSection
 from evalharness.phases.throughput.client import LoadClient, combine_repeats, measure_repeat
 from evalharness.phases.throughput.sse import RequestRecord
@@ -67,13 +69,14 @@ def _append(cell_dir: Path, scenario: Scenario, figures: RepeatFigures, records:
 
 
 def judge_repeat(scenario: Scenario, records: list[RequestRecord], host: dict | None) -> RepeatFigures:
-    """One repeat's figures and, where its host or its streams crossed a limit, why it is disturbed (pure)."""
+    """One repeat's figures and, where its host crossed a limit, why it is disturbed; where its streams stalled, that
+    too, as its own field (pure)."""
     one = summarize(scenario.name, records, concurrency=scenario.concurrency, request_rate=scenario.request_rate,
                     input_len=scenario.input_len, output_len=scenario.output_len)
     stalls = stream_stalls(records)
-    reasons = [r for r in (interference.judge(host) if host else "", judge_stalls(stalls)) if r]
     return RepeatFigures(tok_s=round(one.output_tok_s, 3), seconds=one.duration_s, requests=one.requests,
-                         completed=one.completed, disturbed="; ".join(reasons), host=host or {},
+                         completed=one.completed, disturbed=interference.judge(host) if host else "",
+                         stalled=judge_stalls(stalls), host=host or {},
                         per_request=request_latencies(records), **stalls)
 
 
@@ -87,7 +90,7 @@ def stop_reason(side: Side, *, remeasure: int, reference: Side | None, is_refere
         return f"the maximum: {high} repeats kept"
     if len(side.rates) >= high + remeasure:
         return f"{len(side.rates)} repeats measured ({len(side.rates) - kept} disturbed), {remeasure} of them again"
-    if kept >= low and reference is not None and not is_reference and low < high:
+    if kept >= first_look((low, high)) and reference is not None and not is_reference and low < high:
         verdict = speedup(side, reference)
         if decided(verdict):
             return f"decided after {kept} repeats: {verdict.text()}"
