@@ -223,8 +223,7 @@ def judge(cell: CellComparison, alpha: float) -> None:
         moved = [t.task for t in acc.tasks if t.p_value is not None and t.p_value < alpha]
         why.append(f"credible accuracy change (p={cell.accuracy_p:.3g} after Holm over tasks and "
                    f"Benjamini-Hochberg over cells" + (f"; {', '.join(moved)}" if moved else "") + ")")
-    why += [f"{s.name} {s.ratio:.2f}x tok/s [{s.ci_low:.2f}, {s.ci_high:.2f}]" for s in cell.scenarios
-            if s.beyond_noise()]
+    why += [f"{s.name} tok/s {s.speed}" for s in cell.scenarios if s.beyond_noise()]
     changed = bool(cell.transitions or why)
     differs = []
     if cell.settings_changed:

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from evalharness.analysis.compare import CellComparison, RunComparison, ScenarioChange
+from evalharness.analysis.evidence import CONFIDENCE
 from evalharness.render.drift import interval_text
 from evalharness.render.markdown import markdown_table, md_text
 from evalharness.render.numerics import kl_text
@@ -30,11 +31,13 @@ def _name(cell: CellComparison) -> str:
 
 
 def _ratio(s: ScenarioChange) -> str:
+    """'1.30x' measured once; where repeated, the speed rule's words ('1.30x [99.1%: 1.21–1.40] faster'): its
+    interval's level beside the ends (the alpha its last look spent), never a bare bracket."""
     if s.ratio is None:
         return "not measured in " + ("base" if s.base_tok_s is None else "head")
-    if s.ci_low is None:
+    if s.ci_low is None or not s.speed:
         return f"{s.ratio:.2f}x"
-    return f"{s.ratio:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]"
+    return s.speed  # the harness's own words (numbers and the rule's outcome): nothing to escape
 
 
 def _value(value: Any) -> str:
@@ -54,7 +57,8 @@ def _accuracy(cell: CellComparison) -> str:
     if acc is None or acc.accuracy_delta is None:
         return ""
     p = f", p={acc.p_value:.3g}" if acc.p_value is not None else ""
-    return (f"accuracy Δ {interval_text(acc.accuracy_delta, acc.ci_low, acc.ci_high)} on {acc.paired} paired samples{p}, "
+    return (f"accuracy Δ {interval_text(acc.accuracy_delta, acc.ci_low, acc.ci_high, CONFIDENCE)} on {acc.paired} "
+            f"paired samples{p}, "
             f"flips {acc.right_to_wrong} r→w / {acc.wrong_to_right} w→r")
 
 
@@ -115,7 +119,7 @@ def _table(cmp: RunComparison) -> str:
             kl_text(dist.forward) if dist and dist.forward else "",
         ])
     return markdown_table(["cell", "verdict", "status", "accuracy Δ [90%]", "p (adjusted)", "flips r→w / w→r",
-                           "tok/s head/base [95% CI where repeated]", "probes identical", "log p_base − log p_head per token [90%]"], rows)
+                           "tok/s head/base (the speed rule where repeated)", "probes identical", "log p_base − log p_head per token [90%]"], rows)
 
 
 def summary_markdown(cmp: RunComparison) -> str:
@@ -142,8 +146,9 @@ def compare_markdown(cmp: RunComparison) -> str:
              "document), with the interval of the test that decides it (Tango's paired score test on single 0/1 "
              "samples, a t-test over documents on means over repeats, its ends calibrated by a bootstrap of t under "
              "the null at each margin; its confidence beside it), the flips, and the exact McNemar p-value beside "
-             "them on single samples; tok/s is head over base by the speed rule, with an "
-             "interval only where both runs repeated the scenario.", "", *_headline(cmp), "",
+             "them on single samples; tok/s is head over base by the speed rule, with its "
+             "interval (its level beside its ends: each end a one-sided bound at the alpha the last look spent) only "
+             "where the runs repeated the scenario.", "", *_headline(cmp), "",
              "## Cells", "", *(cell_line(c) for c in _sorted(cmp)), "", _table(cmp), ""]
     if cmp.violations:
         parts += ["## Gate violations", "", *(f"- {md_text(v, 500)}" for v in cmp.violations), ""]
@@ -176,7 +181,7 @@ def _scenarios(cmp: RunComparison) -> list[str]:
              "" if s.head_tok_s is None else f"{s.head_tok_s:.1f}", _ratio(s),
              f"{s.repeats[0]} / {s.repeats[1]}" if s.ci_low is not None else "one measurement each"]
             for c in cmp.cells for s in c.scenarios]
-    return ["## Throughput", "", markdown_table(["cell", "scenario", "base tok/s", "head tok/s", "head/base [95% t, logs]",
+    return ["## Throughput", "", markdown_table(["cell", "scenario", "base tok/s", "head tok/s", "head/base (the speed rule)",
                                                  "repeats base / head"], rows), ""] if rows else []
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalharness.analysis.speed import kept_rates, side_of
 from evalharness.records.run import RunResult
 
 
@@ -42,12 +43,12 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
         if not cell.throughput:
             out.append(base)
         for sc in cell.throughput:
-            low_high = sc.tok_s_range()
+            kept = kept_rates(side_of(sc))  # min..max of the repeats the speed rule kept
             out.append({**base, "scenario": sc.name, "concurrency": sc.concurrency, "request_rate": sc.request_rate,
                         "prompts": sc.prompts, "repeats": len(sc.repeat_tok_s) or 1,
                         "disturbed_repeats": len(sc.disturbed_repeats()), "stopped": sc.stopped,
-                        "output_tok_s": sc.output_tok_s, "output_tok_s_low": low_high[0] if low_high else None,
-                        "output_tok_s_high": low_high[1] if low_high else None, "decode_tok_s_p50": sc.request_decode_tok_s.p50,
+                        "output_tok_s": sc.output_tok_s, "output_tok_s_min": min(kept) if len(kept) > 1 else None,
+                        "output_tok_s_max": max(kept) if len(kept) > 1 else None, "decode_tok_s_p50": sc.request_decode_tok_s.p50,
                         "ttft_p50_s": sc.ttft_s.p50, "tpot_p50_s": sc.tpot_s.p50, "itl_p50_s": sc.itl_s.p50,
                         "itl_p99_s": sc.itl_s.p99, "e2e_p50_s": sc.e2e_s.p50, "errors": sum(sc.errors.values()),
                         **{f"engine.{k}": v for k, v in sc.engine.items()}})

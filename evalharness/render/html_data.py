@@ -32,7 +32,7 @@ from evalharness.render.nodes import measured_on
 from evalharness.render.plot import CURVE_X_LABEL, CURVE_Y_LABEL, load_label
 from evalharness.render.recommend import launch_command, recommendation_lines
 from evalharness.render.report import vs_reference_text
-from evalharness.render.throughput import disturbed_notes, tok_s_text
+from evalharness.render.throughput import disturbed_notes, kept_range, tok_s_text
 
 
 def _text(value: Any) -> str | None:
@@ -235,7 +235,9 @@ def _chart(run: RunResult) -> dict:
         d = run.cells[p.cell].drift
         interval = (-d.ci_high, -d.ci_low) if chart.measure == "accuracy" and d is not None and \
             d.ci_low is not None and d.ci_high is not None else (None, None)
-        points.append({"cell": p.cell, "x": p.throughput, "x_low": p.low, "x_high": p.high, "y": p.drift,
+        # the bar: the kept repeats' lowest..highest (a disturbed repeat set aside is not the cell's speed)
+        x_range = kept_range(p.side()) or (None, None)
+        points.append({"cell": p.cell, "x": p.throughput, "x_low": x_range[0], "x_high": x_range[1], "y": p.drift,
                        "y_low": interval[0], "y_high": interval[1], "on_front": p.on_front,
                        "reference": p.cell == run.reference,
                        "verdict": "reference" if p.cell == run.reference else
@@ -278,7 +280,7 @@ def _cells_table(run: RunResult, tasks: list[str]) -> dict:
             [cid + (" (reference)" if cid == run.reference else ""), cid],
             [cell.status, cell.status],
             ["yes" if cid in front else "", int(cid in front)],
-            ["" if figure is None else tok_s_text(figure.value, figure.range())
+            ["" if figure is None else tok_s_text(figure.value, figure.side)
              + (f" at {figure.scenario}" if figure.scenario and figure.scenario != chart.scenario else ""), tp],
             ["" if tp is None or not ref_tp else vs_reference_text(run, cid),
              tp / ref_tp if tp is not None and ref_tp else None],

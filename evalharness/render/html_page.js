@@ -58,8 +58,9 @@
     const detail = el("p", {id: "chart-detail", class: "detail"}, "Hover or click a point to see its cell.");
     if (!chart.points.length) return section("pareto", "Pareto: throughput against drift", el("p", {}, "No cell has both a throughput and a drift figure to draw."));
     const canvas = el("canvas", {id: "pareto-canvas", width: 900, height: 420, "aria-label": "Pareto chart"});
-    const describe = (p) => `${p.cell}: ${p.x.toFixed(1)} tok/s` + (p.x_low !== null ? ` [${p.x_low.toFixed(1)}–${p.x_high.toFixed(1)}]` : "") +
-      `, drift ${p.y.toFixed(3)}` + (p.y_low !== null ? ` [${p.y_low.toFixed(3)}, ${p.y_high.toFixed(3)}]` : "") +
+    // a range of repeats is written min..max; a bracket is an interval, its level beside its ends
+    const describe = (p) => `${p.cell}: ${p.x.toFixed(1)} tok/s` + (p.x_low !== null ? ` (repeats ${p.x_low.toFixed(1)}..${p.x_high.toFixed(1)})` : "") +
+      `, drift ${p.y.toFixed(3)}` + (p.y_low !== null ? ` [90%: ${p.y_low.toFixed(3)}, ${p.y_high.toFixed(3)}]` : "") +
       `; ${p.verdict || ""}${p.on_front ? "; on the front" : ""}`;
     const groups = [["reference", (p) => p.reference, "#1f77b4"], ["Pareto front", (p) => p.on_front && !p.reference, "#d62728"],
                     ["dominated", (p) => !p.on_front && !p.reference, "#888888"]];
@@ -96,7 +97,7 @@
     const list = el("ul", {class: "points"}, chart.points.map((p) => el("li", {}, el("a", {href: "#documents", onclick: () => select(p.cell, describe(p))}, describe(p)))));
     return section("pareto", "Pareto: throughput against drift", canvas, detail,
       el("details", {}, el("summary", {}, "The points as text"), list),
-      el("p", {class: "note"}, "Lower right is better. Bars: the repeats' lowest–highest tok/s, and the pooled accuracy drop's 90% interval."));
+      el("p", {class: "note"}, "Lower right is better. Bars: the kept repeats' lowest..highest tok/s (disturbed repeats set aside), and the pooled accuracy drop's 90% interval."));
   }
 
   // --- throughput per GPU against interactivity, one curve per cell (its load sweep) -------------------------------
@@ -109,7 +110,7 @@
     if (!curves.cells.length) return section("curves", title, el("p", {}, "No load sweep in this run (throughput.sweep)"));
     const name = (c) => c.cell + (c.reference ? " (reference)" : "") + (c.gpus > 1 ? `, ${c.gpus} GPUs` : "");
     const fixed = (v) => v.toFixed(1);
-    const describe = (c, p) => `${name(c)} at ${p.label}: ${fixed(p.y)} tok/s per GPU` + (p.y_low !== null ? ` [${fixed(p.y_low)}–${fixed(p.y_high)}]` : "") +
+    const describe = (c, p) => `${name(c)} at ${p.label}: ${fixed(p.y)} tok/s per GPU` + (p.y_low !== null ? ` [90%: ${fixed(p.y_low)}–${fixed(p.y_high)}]` : "") +
       `, ${fixed(p.x)} tok/s per user` + (p.meets === null ? "" : p.meets ? "; SLO met" : "; SLO missed");
     const slo = curves.cells.some((c) => c.points.some((p) => p.meets !== null));
     let next = 0;

@@ -1,15 +1,15 @@
 """The report's "Speed by load" section (issue 38): the operating point and SLO every speed decision read, each
 cell's load sweep step by step (output tok/s with its interval, tok/s per user, latency percentiles with their
-order-statistic intervals, goodput, the speed rule against the reference at the same step), the crossovers, why each
-sweep stopped, and the concurrency each phase ran at. Pure: a RunResult in, Markdown lines out; reads records and
-analysis only.
+intervals over the repeats, goodput, the speed rule against the reference at the same step), the crossovers, why each
+sweep stopped, and the concurrency each phase ran at. Every bracket is an interval with its level in its column's
+header or beside its ends. Pure: a RunResult in, Markdown lines out; reads records and analysis only.
 """
 
 from __future__ import annotations
 
 import math
 
-from evalharness.analysis.goodput import COLUMN, Target, percentile_figure, step_slo
+from evalharness.analysis.goodput import Target, repeat_percentile, step_slo
 from evalharness.analysis.operating import (
     crossover, figure_of, kept_indices, mean_interval, reach, step_verdicts, steps_of)
 from evalharness.analysis.pareto import cell_figure, chosen_point, curves
@@ -28,11 +28,9 @@ def _load(sc: ScenarioResult) -> str:
 
 
 def _latency_text(sc: ScenarioResult, kept: list[int], targets: tuple[Target, ...]) -> list[str]:
-    rows = [row for i in kept if i < len(sc.repeat_figures) for row in sc.repeat_figures[i].per_request]
-    if not rows:
+    if not any(sc.repeat_figures[i].per_request for i in kept if i < len(sc.repeat_figures)):
         return [""] * len(targets)
-    return [percentile_figure([float(r[COLUMN[t.metric]]) for r in rows if r[COLUMN[t.metric]] is not None],
-                              t).text() for t in targets]
+    return [repeat_percentile(sc, kept, t).text() for t in targets]
 
 
 def _step_row(run: RunResult, cid: str, sc: ScenarioResult, reference: dict[str, ScenarioResult],
@@ -57,12 +55,12 @@ def _step_row(run: RunResult, cid: str, sc: ScenarioResult, reference: dict[str,
 
 
 def figure_text(run: RunResult, cid: str) -> str:
-    """A cell's figure at the operating point with its repeats' range, the step it was read at where cells read
-    their own (the most goodput under the SLO), and whether it meets the SLO there."""
+    """A cell's figure at the operating point (the kept repeats' mean) with their range (min..max), the step it was
+    read at where cells read their own (the most goodput under the SLO), and whether it meets the SLO there."""
     figure = cell_figure(run, cid)
     if figure is None:
         return ""
-    text = tok_s_text(figure.value, figure.range())
+    text = tok_s_text(figure.value, figure.side)
     point = chosen_point(run)
     if point.kind == "max_goodput":
         text += f" at {md_text(figure.scenario)}" if figure.scenario else " (meets the SLO at no load measured)"
@@ -109,11 +107,14 @@ def load_section(run: RunResult) -> list[str]:
     if targets:
         out += ["", "A request is good when it meets every target of the SLO; goodput counts good requests (and "
                 "their output tokens) per second of the repeat. A step meets the SLO when each target's percentile "
-                "over its requests is within it. Percentiles carry a distribution-free 90% interval from order "
-                "statistics: with few requests a high percentile is the slowest request, and its interval is open "
-                "above."]
+                "over its requests is within it, judged at the estimate (where the interval reaches past the target "
+                "the SLO column says so). A percentile is a run's: each repeat's own, their mean with a 90% t "
+                "interval over the repeats; where repeats hold too few requests for a percentile of their own, the "
+                "repeats' requests pooled, with a 90% bootstrap interval over whole repeats (requests of one repeat "
+                "share its batches, so they are not independent draws). With few requests a high percentile is the "
+                "slowest request, and its interval is open above."]
     out += ["", "![throughput per GPU against tokens/s per user, one curve per cell](curves.png)", ""]
-    header = ["cell", "load", "repeats kept", "output tok/s [90%]", "tok/s per user (median)",
+    header = ["cell", "load", "repeats kept", "output tok/s [90% interval]", "tok/s per user (median)",
               *(f"{t.words()}" if math.isfinite(t.max_s) else f"p{t.percentile:g} {t.metric.upper()}"
                 for t in (targets or PLAIN_TARGETS))]
     if targets:

@@ -10,6 +10,7 @@ from evalharness.analysis.goodput import slo_words
 from evalharness.analysis.operating import CurvePoint
 from evalharness.analysis.pareto import chosen_point, curves, pareto
 from evalharness.records.run import RunResult
+from evalharness.render.throughput import kept_range
 
 
 def write_plot(run: RunResult, path: Path) -> bool:
@@ -26,13 +27,14 @@ def write_plot(run: RunResult, path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
     front = sorted((p for p in points if p.on_front), key=lambda p: p.throughput)
     others = [p for p in points if not p.on_front]
-    # the accuracy drop's 95% interval as a vertical bar, where the cell has one
+    # the pooled accuracy drop's 90% interval as a vertical bar, where the cell has one
     for p in points:
         d = run.cells[p.cell].drift
         if measure == "accuracy" and d is not None and d.ci_low is not None and d.ci_high is not None:
             ax.plot([p.throughput, p.throughput], [-d.ci_high, -d.ci_low], color="#bbbbbb", linewidth=3, zorder=1)
-        if p.low is not None and p.high is not None:  # the repeats' range of tok/s as a horizontal bar
-            ax.plot([p.low, p.high], [p.drift, p.drift], color="#bbbbbb", linewidth=3, zorder=1)
+        low_high = kept_range(p.side())  # the kept repeats' range of tok/s as a horizontal bar (none set aside)
+        if low_high is not None:
+            ax.plot(list(low_high), [p.drift, p.drift], color="#bbbbbb", linewidth=3, zorder=1)
     ax.scatter([p.throughput for p in others], [p.drift for p in others], color="#999999", label="dominated")
     ax.scatter([p.throughput for p in front], [p.drift for p in front], color="#d62728", label="Pareto front", zorder=3)
     ax.plot([p.throughput for p in front], [p.drift for p in front], color="#d62728", linewidth=1)
@@ -41,8 +43,9 @@ def write_plot(run: RunResult, path: Path) -> bool:
         # cells of similar speed and drift would print their labels over each other: stagger them
         ax.annotate(label, (p.throughput, p.drift), textcoords="offset points", xytext=(5, 5 + 11 * (rank % 3)),
                     fontsize=7)
-    ax.set_xlabel(_wrapped(chart.axis))
-    ax.set_ylabel("accuracy drop vs reference" if measure == "accuracy" else "mean KL divergence vs reference")
+    ax.set_xlabel(_wrapped(chart.axis + " (bars: the kept repeats' lowest..highest)"))
+    ax.set_ylabel("accuracy drop vs reference (bars: 90% interval)" if measure == "accuracy" else
+                  "mean KL divergence vs reference")
     return _finish(fig, ax, f"{run.meta.matrix_name}: throughput against drift (lower right is better)", path)
 
 

@@ -6,6 +6,7 @@ import math
 import shlex
 
 from evalharness.analysis.length import envelope_text
+from evalharness.analysis.pareto import vs_reference
 from evalharness.analysis.recommend import recommend
 from evalharness.records.masking import mask_argv, mask_env
 from evalharness.records.run import RunResult
@@ -28,18 +29,26 @@ class _Plain:
     bold = staticmethod(lambda words: words)
 
 
-def _speed(rec, mark=_Markdown) -> str:
+def _interval(run: RunResult, cell: str | None) -> str:
+    """The speed rule's interval of the cell against the reference with its level beside the ends ('[99.1%:
+    1.10–1.24]'): the level its last look spent, not the report's 90% (analysis/speed.py `interval_text`)."""
+    verdict = vs_reference(run, cell) if cell else None
+    return "" if verdict is None else verdict.interval_text()
+
+
+def _speed(rec, interval: str, mark=_Markdown) -> str:
     if rec.ratio is not None and not math.isfinite(rec.ratio):
         return f"{mark.text(rec.speed or '')} ({mark.text(rec.unit)})"
-    interval = (f" [{rec.low:.2f}–{rec.high:.2f}]" if rec.low is not None and rec.high is not None else
+    interval = (f" {interval}" if interval and rec.low is not None and rec.high is not None else
                 f" (measured once: no interval; set {mark.code('repeats:')} on the scenario)")
     where = ""
     if rec.at and rec.reference_at and rec.at != rec.reference_at:  # each at its own most goodput under the SLO
         where = f" (its {mark.code(mark.text(rec.at))} against the reference's {mark.code(mark.text(rec.reference_at))})"
     elif rec.scenario:
         where = f" in {mark.code(mark.text(rec.scenario))}"
-    return (f"{rec.ratio:.2f}x{interval} the reference's {mark.text(rec.unit)}{where} (one-sided bounds at the alpha "
-            "its last look spent, 5% over all its looks; faster: the lower bound above 1.05)")
+    return (f"{rec.ratio:.2f}x{interval} the reference's {mark.text(rec.unit)}{where} (the interval's ends are "
+            "one-sided bounds at the alpha its last look spent, 5% over all its looks; faster: the lower bound above "
+            "1.05)")
 
 
 def _controlled(rec) -> str:
@@ -78,7 +87,8 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
         said = [f"largest drop ≤ {rec.drop_upper:.3f}" if rec.drop_upper is not None else "",
                 _envelope(run, rec.cell, mark)]
         held = f" ({'; '.join(p for p in said if p)})" if any(said) else ""
-        out = [f"{_point(rec, mark)}{mark.bold('Recommendation: ' + mark.code(rec.cell))}, {_speed(rec, mark)}, "
+        out = [f"{_point(rec, mark)}{mark.bold('Recommendation: ' + mark.code(rec.cell))}, "
+               f"{_speed(rec, _interval(run, rec.cell), mark)}, "
                f"equivalent to the reference on every task within its margin{held}; {_controlled(rec)}."]
         if with_command:
             out += ["", "Its launch as this run made it (the port was the run's own):", "",
@@ -95,6 +105,7 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
                         f", about {s.hours * 60:.0f} min" if s.hours * 60 >= 1 else ", under a minute")
                 parts.append(f"{mark.text(s.task)} (≈{s.factor:.1f}× the samples for an 80% chance: "
                              f"{s.more_samples} more {s.unit.replace(' x ', ' × ')}{took} at the speed both ran)")
-        line += (f" The fastest candidate, {mark.code(rec.candidate)} ({_speed(rec, mark)}), is inconclusive on "
+        speed = _speed(rec, _interval(run, rec.candidate), mark)
+        line += (f" The fastest candidate, {mark.code(rec.candidate)} ({speed}), is inconclusive on "
                  + "; ".join(parts) + ": that would settle it.")
     return [line, ""]

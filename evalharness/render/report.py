@@ -99,7 +99,7 @@ def render_markdown(run: RunResult) -> str:
 
 
 def vs_reference_text(run: RunResult, cid: str) -> str:
-    """'1.00x' for the reference; the speed rule's words for a cell at the operating point ('1.48x [1.31–1.67]
+    """'1.00x' for the reference; the speed rule's words for a cell at the operating point ('1.48x [90%: 1.31–1.67]
     faster', analysis/speed.py); '' where either side lacks it."""
     if cid == run.reference:
         return "1.00x"
@@ -170,15 +170,17 @@ def pareto_section(run: RunResult) -> list[str]:
 def _noise_note(chart) -> str:
     """How the throughput figure was obtained, and the speed rule that 'vs reference' and the front use."""
     repeats = {len(p.rates) for p in chart.points}
-    rule = (f"'vs reference' is the speed rule's verdict (the ratio of geometric means with its one-sided bounds "
-            f"from both sides' repeats in brackets, at the alpha the cell's last look spent: 95% bounds for a fixed "
-            f"number of repeats, wider at an early look of adaptive ones, 5% over all the looks; **faster** when the lower bound is above "
+    rule = (f"'vs reference' is the speed rule's verdict (the ratio of geometric means, and in brackets its "
+            f"interval from both sides' repeats with its level beside the ends: each end a one-sided bound at the "
+            f"alpha the cell's last look spent, so 90% for a fixed number of repeats and wider at an early look of "
+            f"adaptive ones, 5% over all the looks; **faster** when the lower bound is above "
             f"{1 + FLOOR:.2f}, **slower** when the upper bound is below {1 / (1 + FLOOR):.2f}, **equal** within both, "
             f"else **undecided**; the {FLOOR:.0%} floor because cells run minutes apart and runs drift more than "
             "repeats spread; disturbed repeats are set aside, Throughput below names them), and the front uses the "
             "same rule between cells")
     if repeats - {0, 1}:
-        return f" (mean of the repeats kept, [lowest–highest of all] beside it; {rule})"
+        return (" (the mean of the repeats the speed rule kept, their lowest..highest beside it and how many it set "
+                f"aside; {rule})")
     return (" (measured once: no noise bar, so no cell is called faster or slower; set `repeats:` on the scenario, "
             f"e.g. {{min: 2, max: 6}}, to measure until decided; {rule})")
 
@@ -215,8 +217,7 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
         for p in sorted(points, key=lambda p: -p.throughput)[:limit]:
             d = run.cells[p.cell].drift
             acc = "reference" if p.cell == run.reference else (verdict_text(d.outcome, d.worst_drop_upper) if d else "")
-            noise = (p.low, p.high) if p.low is not None and p.high is not None else None
-            rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", tok_s_text(p.throughput, noise), acc])
+            rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", tok_s_text(p.throughput, p.side()), acc])
         lines += [markdown_table(["cell", "", md_text(chart.axis), "accuracy verdict"], rows), ""]
     bad = [c for c in run.cells.values() if c.status != "ok"]
     for cell in bad[:limit]:

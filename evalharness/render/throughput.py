@@ -3,7 +3,7 @@ a figure was obtained (interpolated inter-token latency)."""
 
 from __future__ import annotations
 
-from evalharness.analysis.speed import set_aside, side_of
+from evalharness.analysis.speed import Side, kept_rates, set_aside, side_of
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
@@ -13,9 +13,24 @@ def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1000:.1f}"
 
 
-def tok_s_text(value: float, low_high: tuple[float, float] | None) -> str:
-    """'13.7' measured once; '13.7 [12.1–14.5]' over repeats (lowest–highest)."""
-    return f"{value:.1f}" if low_high is None else f"{value:.1f} [{low_high[0]:.1f}–{low_high[1]:.1f}]"
+def kept_range(side: Side | None) -> tuple[float, float] | None:
+    """(lowest, highest) of the repeats the speed rule kept (a disturbed repeat set aside is never in it); None with
+    fewer than two kept."""
+    kept = kept_rates(side) if side is not None else []
+    return (min(kept), max(kept)) if len(kept) > 1 else None
+
+
+def tok_s_text(value: float, side: Side | None) -> str:
+    """A cell's figure (the kept repeats' mean) with the range of those repeats written min..max, never in brackets
+    (a bracket is an interval, its level beside it): '13.7' measured once, '13.7 (repeats 12.1..14.5)', '13.7 (kept
+    repeats 12.1..14.5; 1 set aside)' where the speed rule set disturbed ones aside (Throughput names them)."""
+    if side is None or len(side.rates) < 2:
+        return f"{value:.1f}"
+    aside = len(set_aside(side))
+    low_high = kept_range(side)
+    parts = [] if low_high is None else [f"{'kept repeats' if aside else 'repeats'} {low_high[0]:.1f}..{low_high[1]:.1f}"]
+    parts += [f"{aside} set aside"] if aside else []
+    return f"{value:.1f} ({'; '.join(parts)})"
 
 
 def prompts_text(sc: ScenarioResult) -> str:
@@ -50,7 +65,7 @@ def throughput_rows(scenarios: list[ScenarioResult], label: str = "") -> list[li
         itl = ITL_INTERPOLATED if sc.itl_interpolated() else ""
         repeats = f" ×{len(sc.repeat_tok_s)}" if len(sc.repeat_tok_s) > 1 else ""
         rows.append([*([label] if label else []), md_text(sc.name), mode + repeats, prompts_text(sc),
-                     f"{sc.completed}/{sc.requests}", tok_s_text(sc.output_tok_s, sc.tok_s_range()),
+                     f"{sc.completed}/{sc.requests}", tok_s_text(sc.output_tok_s, side_of(sc)),
                      "" if sc.request_decode_tok_s.p50 is None else f"{sc.request_decode_tok_s.p50:.1f}",
                      _ms(sc.ttft_s.p50), _ms(sc.ttft_s.p99), _ms(sc.tpot_s.p50), _marked(itl, _ms(sc.itl_s.p50)),
                      _marked(itl, _ms(sc.itl_s.p99)), _ms(sc.e2e_s.p50), spec_text, md_text(errors)])
@@ -71,7 +86,7 @@ def throughput_notes(scenarios: list[ScenarioResult]) -> list[str]:
     return [ITL_NOTE] if any(sc.itl_interpolated() for sc in scenarios) else []
 
 
-THROUGHPUT_HEADER = ["scenario", "load", "prompts", "done", "output tok/s [range]", "decode tok/s per request (p50)", "TTFT p50 ms",
+THROUGHPUT_HEADER = ["scenario", "load", "prompts", "done", "output tok/s", "decode tok/s per request (p50)", "TTFT p50 ms",
                      "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms", "E2E p50 ms",
                      "spec acceptance length (rate)", "errors"]
 
@@ -93,14 +108,16 @@ def throughput_section(run: RunResult) -> list[str]:
             "measured requests only (read after the warm-up). Prompts: where the scenario's prompts came from "
             "(`natural`: the shipped corpus of natural requests; `task:NAME`: a task's prompts; `random`: random "
             "words, for capacity figures only: speculative decoding finds its own loops in them and overstates its "
-            "acceptance) and the mean prompt tokens; ×N and [lowest–highest]: the scenario ran N times, output "
-            "tok/s is the mean of those the speed rule kept (analysis/speed.py), the range over all of them." +
+            "acceptance) and the mean prompt tokens; ×N: the scenario ran N times, output tok/s is the mean of the "
+            "repeats the speed rule kept (analysis/speed.py) with their lowest..highest beside it, and how many it "
+            "set aside as disturbed (listed below)." +
             (" " + notes if notes else ""), "",
             markdown_table(["cell", *THROUGHPUT_HEADER], rows), "", *repeats_section(run)]
 
 
 def repeat_notes(sc: ScenarioResult) -> list[str]:
-    """One line per repeat the speed rule set aside or kept although disturbed, with what disturbed it."""
+    """One line per repeat the speed rule set aside or kept although disturbed, with what disturbed it, and per
+    repeat whose own streams stalled (kept: the engine's behaviour)."""
     side = side_of(sc)
     aside = set_aside(side)
     out = []
@@ -110,6 +127,9 @@ def repeat_notes(sc: ScenarioResult) -> list[str]:
         elif why:
             out.append(f"repeat {i + 1}: {side.rates[i]:.1f} tok/s, kept although disturbed (too few clean "
                        f"repeats; the verdict rests on it): {why}")
+    for i, figures in enumerate(sc.repeat_figures):
+        if figures.stalled:
+            out.append(f"repeat {i + 1}: {figures.tok_s:.1f} tok/s, kept (the engine's own): {figures.stalled}")
     return out
 
 
@@ -135,7 +155,8 @@ def repeats_section(run: RunResult) -> list[str]:
     if not lines:
         return []
     return ["Repeats: a repeat is disturbed when other processes kept the host's cores busy, the hypervisor stole CPU "
-            "time or another process held a GPU while it ran (serving/interference.py), when its streams stalled "
-            "(gaps far above their median), or when its figure lies far below its scenario's other repeats; a "
-            "disturbed repeat is measured again (`remeasure`) and set aside while two clean ones remain.", "",
+            "time or another process held a GPU while it ran (serving/interference.py); a disturbed repeat is "
+            "measured again (`remeasure`) and set aside while two clean ones remain. A repeat whose own streams "
+            "stalled (gaps far above their median) or whose figure lies far below the others is the engine's "
+            "behaviour: kept, and named here.", "",
             *lines, ""]

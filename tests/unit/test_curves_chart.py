@@ -127,7 +127,7 @@ def test_the_page_draws_the_curves_and_shows_a_hostile_cell_name_as_text(browser
     browser.execute_script(_HOVER)
     WebDriverWait(browser, 10).until(lambda b: "SLO missed" in b.find_element("id", "curves-detail").text)
     assert browser.find_element("id", "curves-detail").text == (
-        f"{HOSTILE} at c=8: 80.3 tok/s per GPU [77.8–82.9], 10.0 tok/s per user; SLO missed")
+        f"{HOSTILE} at c=8: 80.3 tok/s per GPU [90%: 77.8–82.9], 10.0 tok/s per user; SLO missed")
     browser.execute_script("document.getElementById('curves').scrollIntoView();")
     screenshot(browser, "curves.png")
 

@@ -176,7 +176,7 @@ def test_the_figures_and_the_envelope_come_from_the_records():
     assert equivalent_up_to(ngram) == 1920 and equivalent_up_to(bucket_figures(run, "rope")) == 256
     assert envelope_text(run, "ngram", 16) == "by length: equivalent up to 1,920 prompt tokens at concurrency 16; not measured beyond"
     assert envelope_text(run, "rope", 16) == "by length: equivalent up to 256 prompt tokens at concurrency 16, worse at 1,920"
-    assert stops_paying(ngram).startswith("faster up to 256 prompt tokens; at 1,920 prompt tokens 1.01x [1.00–1.02] equal")
+    assert stops_paying(ngram).startswith("faster up to 256 prompt tokens; at 1,920 prompt tokens 1.01x [90%: 1.00–1.02] equal")
     assert stops_paying(bucket_figures(run, "rope")) is None  # no speculation: nothing to say
 
 

@@ -1,12 +1,14 @@
 """Issue 14: natural prompt sources, repeats and noise bars (report, Pareto, gate), per-phase time, the estimate."""
 
 import json
+import re
 import time
 
 import pytest
 
 from evalharness.analysis.gate import check, make_baseline
 from evalharness.analysis.pareto import ParetoPoint, faster, pareto_front
+from evalharness.analysis.speed import Side
 from evalharness.analysis.stats import log_ratio_interval
 from evalharness.analysis.timing import estimate_line, estimate_total_s, grouped, outside_share
 from evalharness.matrix.schema import Scenario
@@ -133,12 +135,14 @@ def test_report_names_the_prompt_source_and_shows_the_range_over_repeats():
     spec = _cell("spec", [_scenario(tok_s=20.0, repeats=(19.0, 20.0, 21.0))])
     old = _cell("old", [_scenario(tok_s=12.0, prompts=None)])
     text = render_markdown(_run([ref, noisy, spec, old]))
-    assert "| `ref` | single | c=1 ×3 | natural, 40 tok | 3/3 | 10.0 [9.0–11.0] |" in text
+    # the range over repeats is written min..max (a bracket is an interval, issue 57.5)
+    assert "| `ref` | single | c=1 ×3 | natural, 40 tok | 3/3 | 10.0 (repeats 9.0..11.0) |" in text
     assert "| `old` | single | c=1 | random (not recorded), 40 tok | 3/3 | 12.0 |" in text
-    assert "1.05x [0.89–1.25] undecided" in text and "2.01x [1.75–2.30] faster" in text
-    assert "1.20x [0.86–1.69] undecided" in text  # measured once: the reference's spread stands for its noise
-    assert "mean of the repeats kept" in text
-    assert tok_s_text(10.5, (9.5, 11.5)) == "10.5 [9.5–11.5]" and tok_s_text(10.5, None) == "10.5"
+    # the speed rule's interval with its level beside its ends (a fixed design: 90%)
+    assert "1.05x [90%: 0.89–1.25] undecided" in text and re.search(r"2\.01x \[90%: 1\.\d\d–2\.\d\d\] faster", text)
+    assert "1.20x [90%: 0.86–1.69] undecided" in text  # measured once: the reference's spread stands for its noise
+    assert "the mean of the repeats the speed rule kept" in text
+    assert tok_s_text(10.5, Side((9.5, 10.5, 11.5))) == "10.5 (repeats 9.5..11.5)" and tok_s_text(10.5, None) == "10.5"
 
 
 def test_report_says_when_throughput_was_measured_once():

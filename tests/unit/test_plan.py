@@ -179,7 +179,7 @@ def test_a_cell_not_faster_than_the_reference_is_screened_to_its_first_look():
     reference = SimpleNamespace(throughput=[scenario(10.0, [9.8, 10.0, 10.2])])
     slow = SimpleNamespace(throughput=[scenario(10.1, [9.9, 10.1, 10.3])])
     fast = SimpleNamespace(throughput=[scenario(15.0, [14.8, 15.0, 15.2])])
-    assert "not faster than the reference in single (1.01x [0.98–1.05] equal: its upper bound 1.05 is below 1 + " \
+    assert "not faster than the reference in single (1.01x [90%: 0.98–1.05] equal: its upper bound 1.05 is below 1 + " \
         "the 5% floor)" in screening(matrix, slow, reference)
     # undecided (its interval reaches past the floor): never screened, however close to 1 its point
     wide = SimpleNamespace(throughput=[scenario(10.1, [8.0, 10.1, 12.5])])
