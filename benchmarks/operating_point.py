@@ -5,13 +5,21 @@ at saturation?
 
 The null is one engine drawn twice (the reference and the cell independent launches of it). Per side and run: a
 launch offset (log-normal, `between`), and per repeat a log-normal factor (`cv`) by which every request of the repeat
-is slower; one repeat in ten disturbed 5x and unseen by the host window. Each request of a step at concurrency c
+is slower; one repeat in ten disturbed 5x by other processes, which the host window sees (since issue 57 it is the
+only reason a repeat is set aside). Each request of a step at concurrency c
 has its TTFT and TPOT log-normal around the step's curve values (per-request spread 30% and 10%), 64 output tokens,
 one request per stream a repeat (the demo's sweep), and the repeat's output tok/s is its tokens over its slowest
 request. Repeats are measured as the runner does (runner/speedloop.py `stop_reason`: the reference 5 kept, a cell 2
 to 5, stopping once the speed rule decides it at that step), the sweep through `measure_sweep` (saturation), and
 every verdict is the package's own (analysis/operating.py `verdict_between`, `step_verdicts`, `crossover`). Only
 the rule this one replaced, each side at its own best load, is restated here.
+
+The goodput trap (issue 57): a cell with 1.3x the reference's throughput but half its requests within the TTFT
+target against the reference's 90% (true goodput 0.72x), at concurrency 1 and 4 with 1, 2 and 4 requests per stream, a
+fixed 5 repeats each and the runner's adaptive plan (2 to 5, stopping once throughput and goodput are both decided
+and the cell's requests reach the SLO percentile's minimum, 10 for a p90, as the runner does); whether a
+request is good is drawn per request; the same at one stream. Before issue 57 the rule set low-goodput repeats aside as outliers and called
+such a cell faster 50% of the time with fixed repeats at one request a stream; the goal is at most 5%.
 
 Regimes: the demo's curve (1, 4 and 16 streams, measured on the float32 CPU engine, 2026-12-03: p90 TTFT 0.14, 0.53
 and 1.6 s, p90 TPOT 52, 57 and 85 ms) under its SLO (p90 TTFT 1 s, p90 TPOT 100 ms: met at 4 streams, missed at
@@ -37,8 +45,9 @@ if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
 from evalharness.analysis.operating import (  # noqa: E402
-    crossover, figure_of, operating_point, step_verdicts, steps_of, verdict_between, verdict_of)
-from evalharness.analysis.speed import Side  # noqa: E402
+    crossover, figure_of, goodput_side, operating_point, step_verdicts, steps_of, verdict_between, verdict_of)
+from evalharness.analysis.goodput import requests_for, targets_of  # noqa: E402
+from evalharness.analysis.speed import Side, side_of  # noqa: E402
 from evalharness.matrix.schema import Matrix  # noqa: E402
 from evalharness.records.measures import Percentiles, RepeatFigures, ScenarioResult  # noqa: E402
 from evalharness.runner.speedloop import measure_sweep, stop_reason  # noqa: E402
@@ -71,8 +80,10 @@ TTFT_SPREAD, TPOT_SPREAD = 0.30, 0.10  # log-normal spread of one request's late
 
 def _repeat(rng: np.random.Generator, curve: Curve, c: int, level: float, noise: Noise) -> RepeatFigures:
     slow = level * float(np.exp(rng.normal(0.0, noise.cv)))
+    seen = ""
     if rng.random() < noise.disturbed:
-        slow *= noise.slowdown  # unseen by the host window: left to the rule's own outlier test
+        slow *= noise.slowdown  # other processes ran: the host window sees it with probability `detected`
+        seen = "busy host" if rng.random() < noise.detected else ""
     ttft_c, tpot_c = curve.points[c]
     rows = []
     for _ in range(c):
@@ -80,7 +91,8 @@ def _repeat(rng: np.random.Generator, curve: Curve, c: int, level: float, noise:
         tpot = tpot_c * slow * float(np.exp(rng.normal(0.0, TPOT_SPREAD)))
         rows.append([ttft, tpot, ttft + tpot * (TOKENS - 1), TOKENS])
     seconds = max(r[2] for r in rows)
-    return RepeatFigures(tok_s=c * TOKENS / seconds, seconds=seconds, requests=c, completed=c, per_request=rows)
+    return RepeatFigures(tok_s=c * TOKENS / seconds, seconds=seconds, requests=c, completed=c, per_request=rows,
+                         disturbed=seen)
 
 
 def _result(name: str, c: int, figures: list[RepeatFigures]) -> ScenarioResult:
@@ -104,17 +116,22 @@ def _matrix(loads: Sequence[int], slo: dict, point) -> Matrix:
 
 def _side(rng, curve: Curve, matrix: Matrix, noise: Noise, reference: list[ScenarioResult] | None,
           speed: float = 1.0) -> list[ScenarioResult]:
-    """One side's sweep as the runner measures it: repeats until stop_reason, steps until saturation."""
+    """One side's sweep as the runner measures it: repeats until stop_reason (goodput decided too under an SLO),
+    steps until saturation."""
     level = float(np.exp(rng.normal(0.0, noise.between))) / speed
     theirs = {s.name: s for s in reference or []}
+    targets = targets_of(matrix.model_dump(mode="json"))
 
     def measure(scenario) -> ScenarioResult:
         low, high = scenario.repeat_plan()
         figures: list[RepeatFigures] = []
         their = theirs.get(scenario.name)
-        their_side = None if their is None else Side(tuple(f.tok_s for f in their.repeat_figures))
-        while stop_reason(Side(tuple(f.tok_s for f in figures), ("",) * len(figures), (low, high)),
-                          remeasure=scenario.remeasure, reference=their_side, is_reference=reference is None) is None:
+        their_side = None if their is None else Side(tuple(f.tok_s for f in their.repeat_figures),
+                                                     tuple(f.disturbed for f in their.repeat_figures))
+        while stop_reason(Side(tuple(f.tok_s for f in figures), tuple(f.disturbed for f in figures), (low, high)),
+                          remeasure=scenario.remeasure, reference=their_side, is_reference=reference is None,
+                          goodput=_goodput(figures, their, targets, (low, high)),
+                          goodput_requests=(sum(f.requests for f in figures), requests_for(targets))) is None:
             figures.append(_repeat(rng, curve, scenario.concurrency, level, noise))
         result = _result(scenario.name, scenario.concurrency, figures)
         result.repeat_plan = [low, high] if low < high else None
@@ -122,6 +139,13 @@ def _side(rng, curve: Curve, matrix: Matrix, noise: Noise, reference: list[Scena
 
     assert matrix.throughput is not None and matrix.throughput.sweep is not None
     return measure_sweep(matrix.throughput.sweep, matrix.report.operating_point, measure)
+
+
+def _goodput(figures: list[RepeatFigures], their: ScenarioResult | None, targets, plan) -> tuple[Side, Side] | None:
+    """The goodput sides the runner's stop rule also decides (runner/speedloop.py `measure_scenario`)."""
+    if not targets or their is None or not figures:
+        return None
+    return goodput_side(figures, targets, plan), goodput_side(their.repeat_figures, targets, None)
 
 
 def own_best(throughput: list[ScenarioResult], point) -> tuple | None:
@@ -169,6 +193,50 @@ def decisions(curve: Curve, cell_speed: dict[int, float], slo: dict, point, tria
     return tally
 
 
+def _trap_repeat(rng, c: int, per_stream: int, tok_s: float, good_share: float, target_s: float) -> RepeatFigures:
+    requests = c * per_stream
+    seconds = requests * TOKENS / tok_s
+    rows = []
+    for _ in range(requests):
+        ttft = target_s * (0.5 if rng.random() < good_share else 2.0)
+        rows.append([ttft, 0.05, ttft + 0.05 * (TOKENS - 1), TOKENS])
+    return RepeatFigures(tok_s=tok_s, seconds=seconds, requests=requests, completed=requests, per_request=rows)
+
+
+def goodput_trap(c: int, per_stream: int, trials: int, seed: int, *, adaptive: bool, noise: Noise = Noise()) -> Tally:
+    """False "faster" on goodput for a cell 1.3x as fast with half its requests good against the reference's 90%."""
+    target = 1.0
+    matrix = Matrix.model_validate({"name": "b", "engine": "vllm", "model": "x", "throughput": {"scenarios": [
+        {"name": "load", "concurrency": c}]}, "report": {"slo": {"ttft": {"percentile": 90, "max_ms": 1000}},
+                                                       "operating_point": {"concurrency": c}}})
+    op = operating_point(matrix.model_dump(mode="json"))
+    rng = np.random.default_rng(seed)
+    tally = Tally()
+    plan = (2, 5) if adaptive else (5, 5)
+
+    def side(speed: float, good: float, their: ScenarioResult | None) -> ScenarioResult:
+        level = speed * float(np.exp(rng.normal(0.0, noise.between)))
+        figures: list[RepeatFigures] = []
+        while stop_reason(Side(tuple(f.tok_s for f in figures), ("",) * len(figures), plan), remeasure=0,
+                          reference=None if their is None else side_of(their), is_reference=their is None,
+                          goodput=_goodput(figures, their, op.targets, plan),
+                          goodput_requests=(sum(f.requests for f in figures), requests_for(op.targets))) is None:
+            rate = 20.0 * level * float(np.exp(rng.normal(0.0, noise.cv)))
+            figures.append(_trap_repeat(rng, c, per_stream, rate, good, target))
+        result = _result("load", c, figures)
+        result.repeat_plan = list(plan) if plan[0] < plan[1] else None
+        return result
+
+    for _ in range(trials):
+        reference = side(1.0, 0.9, None)
+        cell = side(1.3, 0.5, reference)
+        verdict = verdict_between([cell], [reference], op)
+        tally.n += 1
+        tally.add("faster", verdict is not None and verdict.outcome == "faster")
+        tally.add("slower", verdict is not None and verdict.outcome == "slower")
+    return tally
+
+
 def saturation_stops(trials: int, seed: int, noise: Noise = Noise()) -> Tally:
     matrix = _matrix(sorted(SATURATING.points), {}, None)
     rng = np.random.default_rng(seed)
@@ -209,6 +277,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {name:<62} faster {t.share('faster')}  slower {t.share('slower')}  screened "
                       f"{t.share('screened')}  crossover said {t.share('crossover')}  cell repeats "
                       f"{t.counts['cell repeats'] / t.n:4.1f}{extra}")
+    print("\nThe goodput trap: 1.3x the throughput, half the requests good against 90% (true goodput 0.72x)")
+    for c in (1, 4):
+        for per_stream in (1, 2, 4):
+            for adaptive in (False, True):
+                t = goodput_trap(c, per_stream, args.trials, args.seed + per_stream, adaptive=adaptive)
+                print(f"  c={c}, {per_stream} request{'s' if per_stream > 1 else ' '} a stream, "
+                      f"{'adaptive 2-5' if adaptive else 'fixed 5     '}  faster {t.share('faster')}  slower "
+                      f"{t.share('slower')}  (goal: faster at most 5%)")
     t = saturation_stops(args.trials, args.seed)
     print("\nWhere the sm120-like sweep (1, 4, 16, 32, 48, 64 streams; flat past 32) stops, the reference's 5 repeats a "
           "step:")

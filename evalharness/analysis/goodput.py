@@ -23,6 +23,7 @@ Must not import phases, serving, the runner or rendering.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -153,6 +154,13 @@ def percentile_figure(groups: Sequence[Sequence[float]], target: Target) -> Perc
     if q ** len(pooled) > (1 - CONFIDENCE) / 2:  # even independent requests' slowest could not bound it above
         high = None
     return PercentileFigure(target, value, low, high, len(pooled), len(groups))
+
+
+def requests_for(targets: Sequence[Target]) -> int:
+    """The fewest requests whose percentile each target's can be estimated from: 1 / (1 - p) (10 for a p90, 100 for a
+    p99); a p100 is any request's figure."""
+    return max((math.ceil(1 / (1 - t.percentile / 100) - 1e-9) if t.percentile < 100 else 1 for t in targets),
+               default=1)
 
 
 def repeat_percentile(sc: ScenarioResult, kept: Sequence[int], target: Target,

@@ -29,11 +29,11 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from evalharness.analysis.goodput import StepSlo, Target, slo_words, step_slo, targets_of
+from evalharness.analysis.goodput import StepSlo, Target, repeat_goodput, slo_words, step_slo, targets_of
 from evalharness.analysis.speed import Side, SpeedVerdict, kept_rates, set_aside, side_of, speedup
 from evalharness.matrix.base import LENGTH_SCENARIO_PREFIX
 from evalharness.matrix.throughput import SweepSection
-from evalharness.records.measures import ScenarioResult
+from evalharness.records.measures import RepeatFigures, ScenarioResult
 
 Kind = Literal["scenario", "load", "max_goodput"]
 ZERO_GOODPUT = 1e-3  # tok/s a repeat with no good request enters the speed rule's logs as (log 0 is undefined)
@@ -133,6 +133,16 @@ def kept_indices(sc: ScenarioResult) -> list[int]:
     return [i for i in range(len(side.rates)) if i not in aside]
 
 
+def goodput_side(figures: list[RepeatFigures], targets: tuple[Target, ...], plan: tuple[int, int] | None) -> Side:
+    """Repeats as one side of the speed rule on goodput tok/s (a repeat with no good request at ZERO_GOODPUT), each
+    with the host's reason it was disturbed: the same repeats the throughput side keeps or sets aside."""
+    rates = []
+    for f in figures:
+        good = repeat_goodput(f, targets)
+        rates.append(max(good[1] if good is not None else 0.0, ZERO_GOODPUT))
+    return Side(tuple(rates), tuple(f.disturbed for f in figures), plan)
+
+
 def figure_of(sc: ScenarioResult, targets: tuple[Target, ...]) -> CellFigure:
     """A scenario's figure: its throughput, or with targets its goodput, per repeat."""
     side = side_of(sc)
@@ -141,10 +151,9 @@ def figure_of(sc: ScenarioResult, targets: tuple[Target, ...]) -> CellFigure:
     slo = step_slo(sc, targets, kept_indices(sc))
     if slo is None:  # no per-request figures (a run before issue 38): no goodput to read
         return CellFigure(sc.name, sc.output_tok_s, side, concurrency=sc.concurrency, request_rate=sc.request_rate)
-    rates = tuple(max(g, ZERO_GOODPUT) for g in slo.repeat_goodput_tok_s) if len(slo.repeat_goodput_tok_s) == len(
-        side.rates) else (max(slo.goodput_tok_s, ZERO_GOODPUT),)
-    goodput_side = Side(rates, side.disturbed if len(rates) == len(side.rates) else (), side.plan)
-    return CellFigure(sc.name, slo.goodput_tok_s, goodput_side, slo=slo, meets=slo.met, concurrency=sc.concurrency,
+    on_goodput = goodput_side(sc.repeat_figures, targets, side.plan) if len(sc.repeat_figures) == len(
+        side.rates) else Side((max(slo.goodput_tok_s, ZERO_GOODPUT),))
+    return CellFigure(sc.name, slo.goodput_tok_s, on_goodput, slo=slo, meets=slo.met, concurrency=sc.concurrency,
                       request_rate=sc.request_rate)
 
 

@@ -12,6 +12,7 @@ import httpx
 
 from evalharness.analysis.drift import task_evidence
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
+from evalharness.analysis.goodput import targets_of
 from evalharness.analysis.operating import operating_point, verdict_between
 from evalharness.analysis.speed import FLOOR
 from evalharness.analysis.sequential import decide_look, quality_levels, screened
@@ -72,7 +73,8 @@ def measure_one(matrix: Matrix, engine: Engine, state: CellRun, progress: Progre
     theirs = next((s for s in (reference.throughput if reference else []) if s.name == scenario.name), None)
     result = measure_scenario(client, scenario, state.cell_dir, after_warmup=read_counters, reference=theirs,
                               is_reference=is_reference,
-                              watch_host=engine.name != "external" and matrix.throughput.watch_host)
+                              watch_host=engine.name != "external" and matrix.throughput.watch_host,
+                              targets=targets_of(matrix.model_dump(mode="json")))
     state.throughput.append(result)
     if not alive():
         raise ServerDied(f"the server exited during throughput scenario {scenario.name}")

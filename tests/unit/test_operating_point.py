@@ -303,3 +303,36 @@ def test_meeting_the_slo_says_whether_the_interval_or_only_the_estimate_is_withi
                     targets)
     assert sure.met and sure.words() == "meets the SLO"
     assert near.met and near.words().startswith("meets the SLO at the estimate (the 90% interval of p90 TTFT")
+
+
+def test_a_cell_stops_only_when_its_goodput_is_decided_too():
+    """Issue 57, 1: the operating point is judged on goodput, so the runner's repeats stop when goodput is decided
+    as well as throughput (a cell stopped on throughput alone read "faster" on goodput in 5.2% of runs when its true
+    goodput was 0.72x the reference's)."""
+    from evalharness.analysis.goodput import Target as T
+    from evalharness.analysis.operating import goodput_side
+    from evalharness.analysis.speed import Side
+    from evalharness.runner.speedloop import stop_reason
+
+    targets = (T("ttft", 90, 1.0),)
+    reference = _goodput_step([20.0, 20.3, 19.8, 20.1, 19.9], [0.2] * 5)
+    cell = _goodput_step([26.0, 26.2, 25.9], [0.2, 2.5, 0.2])  # 1.3x the tokens, one of three requests late
+    side = Side(tuple(cell.repeat_tok_s), ("",) * 3, (2, 5))
+    their = Side(tuple(reference.repeat_tok_s))
+    assert stop_reason(side, remeasure=0, reference=their, is_reference=False).startswith("decided after 3")
+    goodput = (goodput_side(cell.repeat_figures, targets, (2, 5)), goodput_side(reference.repeat_figures, targets, None))
+    assert stop_reason(side, remeasure=0, reference=their, is_reference=False, goodput=goodput) is None
+    # three single-request repeats all within the SLO decide goodput only once the requests could show a p90
+    good = _goodput_step([26.0, 26.2, 25.9], [0.2, 0.2, 0.2])
+    goodput = (goodput_side(good.repeat_figures, targets, (2, 5)), goodput_side(reference.repeat_figures, targets, None))
+    assert stop_reason(side, remeasure=0, reference=their, is_reference=False, goodput=goodput,
+                       goodput_requests=(3, 10)) is None
+    assert "goodput 1.30x" in stop_reason(side, remeasure=0, reference=their, is_reference=False, goodput=goodput,
+                                          goodput_requests=(12, 10))
+
+
+def test_the_requests_a_percentile_needs():
+    from evalharness.analysis.goodput import requests_for
+
+    assert [requests_for((Target("ttft", p, 1.0),)) for p in (50, 90, 99, 100)] == [2, 10, 100, 1]
+    assert requests_for((Target("ttft", 90, 1.0), Target("tpot", 99, 0.1))) == 100 and requests_for(()) == 1
