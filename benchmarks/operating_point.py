@@ -15,11 +15,12 @@ every verdict is the package's own (analysis/operating.py `verdict_between`, `st
 the rule this one replaced, each side at its own best load, is restated here.
 
 The goodput trap (issue 57): a cell with 1.3x the reference's throughput but half its requests within the TTFT
-target against the reference's 90% (true goodput 0.72x), at concurrency 1 and 4 with 1, 2 and 4 requests per stream, a
-fixed 5 repeats each and the runner's adaptive plan (2 to 5, stopping once throughput and goodput are both decided
-and the cell's requests reach the SLO percentile's minimum, 10 for a p90, as the runner does); whether a
-request is good is drawn per request; the same at one stream. Before issue 57 the rule set low-goodput repeats aside as outliers and called
-such a cell faster 50% of the time with fixed repeats at one request a stream; the goal is at most 5%.
+target against the reference's 90% (true goodput 0.72x), at concurrency 1 and 4 with 1, 2 and 4 requests per stream,
+a fixed 5 repeats each and the runner's adaptive plan (2 to 5, stopping once throughput and goodput are both decided
+and the cell's requests reach the SLO percentile's minimum, 10 for a p90, as the runner does); whether a request is
+good is drawn per request; the same at one stream. Before issue 57 the rule set low-goodput repeats aside as
+outliers and called such a cell faster 50% of the time with fixed repeats at one request a stream; the goal is at
+most 5%.
 
 Regimes: the demo's curve (1, 4 and 16 streams, measured on the float32 CPU engine, 2026-12-03: p90 TTFT 0.14, 0.53
 and 1.6 s, p90 TPOT 52, 57 and 85 ms) under its SLO (p90 TTFT 1 s, p90 TPOT 100 ms: met at 4 streams, missed at

@@ -16,8 +16,8 @@ is decided at 32, not by its single-stream figure. Pure: reads records (and the 
   rule (analysis/speed.py) gives its interval and verdict, on the same repeats as the printed value: those the host
   sampler did not flag. A repeat whose requests missed the SLO has low goodput, and that is the signal: before
   issue 57 the rule set such a repeat aside as an outlier, and a cell at 31 tok/s with 2 of 5 requests missing its
-  TTFT target read "1.29x faster" on goodput against a reference at 24.04. A cell none of whose requests meets the SLO there has
-  goodput 0: slower than a reference that has some.
+  TTFT target read "1.29x faster" on goodput against a reference at 24.04. A cell none of whose requests meets
+  the SLO there has goodput 0: slower than a reference that has some.
 - **Crossovers**: the same rule on output tok/s at each sweep step both sides measured; a cell faster at one load
   and slower at another is said to be, with the loads between which it turns.
 Must not import phases, serving, the runner or rendering.

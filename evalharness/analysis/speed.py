@@ -26,9 +26,10 @@ a verdict out; benchmarks/speed_verdicts.py measures its errors).
   stands, and the verdict says it rests on one.
 - **Looks**: the runner evaluates the rule after each repeat between a scenario's `repeats.min` (at least
   FIRST_LOOK: with two repeats Welch's degrees of freedom fall to about 1.7 and nothing could be decided, so no
-  alpha is spent there) and `repeats.max` and stops when it is decided. Each look tests at the alpha an O'Brien-Fleming-like spending function spends
-  (analysis/sequential.py, the quality looks' rule), so looking after every repeat keeps the error of ever calling a
-  difference at most the design's alpha; the final verdict is tested at the level of the look it stopped at.
+  alpha is spent there) and `repeats.max` and stops when it is decided. Each look tests at the alpha an
+  O'Brien-Fleming-like spending function spends (analysis/sequential.py, the quality looks' rule), so looking
+  after every repeat keeps the error of ever calling a difference at most the design's alpha; the final verdict is
+  tested at the level of the look it stopped at.
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ from evalharness.records.measures import ScenarioResult
 FLOOR = 0.05  # the between-run floor: a ratio within 5% of 1 is never a difference
 ALPHA = 0.05  # one-sided, per direction: the bounds are 95% bounds, the interval printed a 90% one
 # a kept repeat more than this far below its side's best (or OUTLIER_SIGMAS robust deviations, where the side spreads
-# more: outlier_gap) is a suspect: kept in the estimate, measured past. Quiet single-stream repeats of the float32 CPU engine
-# spread 8% (CV over 14 repeats, two launches, 2026-12-03: benchmarks/data/speed_repeats.json); the disturbed ones
-# seen were 36% (a CPU hog in bursts: 9.8 against 15.2 and 15.5 tok/s) and 80% (a busy minute: 3.6 against 18)
-# below
+# more: outlier_gap) is a suspect: kept in the estimate, measured past. Quiet single-stream repeats of the float32
+# CPU engine spread 8% (CV over 14 repeats, two launches, 2026-12-03: benchmarks/data/speed_repeats.json); the
+# disturbed ones seen were 36% (a CPU hog in bursts: 9.8 against 15.2 and 15.5 tok/s) and 80% (a busy minute: 3.6
+# against 18) below
 OUTLIER_DROP = 0.25
 OUTLIER_SIGMAS = 3.0
 MIN_CLEAN = 2  # clean repeats a side needs for its disturbed ones to be set aside
@@ -104,8 +105,7 @@ def set_aside(side: Side) -> dict[int, str]:
 def suspects(side: Side) -> int:
     """Kept repeats far below the side's best kept one (outlier_gap). A verdict with suspects is not acted on while
     repeats can still be added: one more repeat tells a passing disturbance from the engine's own spread."""
-    aside = set_aside(side)
-    kept = [r for i, r in enumerate(side.rates) if i not in aside]
+    kept = kept_rates(side)
     if not kept or max(kept) <= 0:
         return 0
     gap = outlier_gap(kept)
