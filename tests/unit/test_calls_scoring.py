@@ -1,4 +1,4 @@
-"""The calls tasks (issue 40): the shipped cases are deterministic, and recorded answers are scored as the README
+"""The calls tasks (issue 40): the shipped cases are deterministic, and recorded answers are scored as docs/calls.md
 says: a malformed call, a call with a schema-invalid argument, a call where none was due, a call the parser left in
 the text, a refused schema feature, JSON that breaks its schema."""
 
