@@ -192,6 +192,15 @@ class StepSlo:
         """Every percentile's estimate within its target (the interval may reach past it: `words`)."""
         return all(p.within for p in self.percentiles)
 
+    @property
+    def surely_met(self) -> bool:
+        """Every percentile's whole interval within its target, not only its estimate."""
+        return all(p.surely_within for p in self.percentiles)
+
+    def short_words(self) -> str:
+        """A table cell: 'meets', 'meets at the estimate', '**misses**'."""
+        return "meets" if self.surely_met else "meets at the estimate" if self.met else "**misses**"
+
     def words(self) -> str:
         """'meets the SLO', 'meets the SLO at the estimate (the 90% interval of p90 TTFT reaches past 1000 ms)',
         'misses p90 TTFT ≤ 1000 ms'."""

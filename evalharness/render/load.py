@@ -45,7 +45,7 @@ def _step_row(run: RunResult, cid: str, sc: ScenarioResult, reference: dict[str,
     if targets:
         slo = step_slo(sc, targets, kept)
         cells += ["", "", "", ""] if slo is None else [
-            "meets" if slo.met else "**misses**", f"{slo.good}/{slo.total}", f"{slo.goodput_rps:.2f}",
+            slo.short_words(), f"{slo.good}/{slo.total}", f"{slo.goodput_rps:.2f}",
             f"{figure_of(sc, targets).value:.1f}"]
     if cid == run.reference:
         cells.append("1.00x")

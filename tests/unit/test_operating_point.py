@@ -299,6 +299,7 @@ def test_meeting_the_slo_says_whether_the_interval_or_only_the_estimate_is_withi
     sure = step_slo(_goodput_step([30.0] * 30, [0.20, 0.21, 0.19] * 10), targets)  # 0.9^30 < 5%: bounded above
     few = step_slo(_goodput_step([30.0] * 4, [0.20, 0.21, 0.19, 0.20]), targets)  # 4 requests cannot bound a p90
     assert few.met and few.words().startswith("meets the SLO at the estimate")
+    assert (sure.short_words(), few.short_words()) == ("meets", "meets at the estimate")  # the load table's column
     near = step_slo(_goodput_step([30.0] * 30, [0.30, 0.45, 0.35, 0.40, 0.47, 0.38, 0.6, 0.3, 0.3, 0.3] * 3),
                     targets)
     assert sure.met and sure.words() == "meets the SLO"
