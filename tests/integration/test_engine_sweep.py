@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
 
 CAPPED = "{args: {--dtype: float32, --max-num-seqs: 2}}"
 SWEEP = ("throughput: {watch_host: false, sweep: {concurrency: [1, 2, 4, 8, 16], requests_per_stream: 1, "
-         "saturation_gain: 0.1, scenario: {api: chat, prompts: natural, output_len: 16, repeats: 2}}}\n")
+         "saturation_gain: 0.1, scenario: {api: chat, prompts: natural, output_len: 16, repeats: 3}}}\n")
 # targets loose enough that the real engine meets them on any machine: the SLO's arithmetic is the unit tests'
 REPORT = ("report: {slo: {ttft: {percentile: 90, max_ms: 60000}, tpot: {percentile: 90, max_ms: 5000}}, "
           "operating_point: max_goodput}\n")
