@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from evalharness.matrix.base import NAME_PATTERN, TASK_PATTERN, _Strict, unknown_name  # noqa: F401  (re-exported)
+from evalharness.matrix.confirm import ConfirmSection
 from evalharness.matrix.fidelity import BatchingSection, LengthSection
 from evalharness.matrix.quality import QualitySection, TaskSettings
 from evalharness.matrix.throughput import (  # noqa: F401  (re-exported)
@@ -198,6 +199,9 @@ class Matrix(_Strict):
     gate: GateSection | None = None
     report: ReportSection = Field(default_factory=ReportSection)
     cluster: ClusterSection | None = Field(None, description="run on a Ray cluster (as `run --ray`)")
+    confirm: ConfirmSection | None = Field(None, description="the second stage: the finalist relaunched against the "
+                                           "reference relaunched, its claim on that data alone (absent: one stage, "
+                                           "the recommendation read from exploration)")
 
     _flags = field_validator("args")(classmethod(lambda cls, v: _check_flags(v)))
 
@@ -235,6 +239,7 @@ class Matrix(_Strict):
             raise ValueError(f"batching.tasks: {unknown_name('task', unknown[0], self.quality.tasks if self.quality else [])}"
                              " (answered again one at a time, they must be quality tasks)")
         self._check_operating_point()
+        self._check_confirm()
         point = self.report.operating_point
         if self.quality is not None and "concurrency" not in self.quality.model_fields_set and point is not None \
                 and point.concurrency:
@@ -287,6 +292,17 @@ class Matrix(_Strict):
             else:
                 known = {s.name for s in self.throughput.all_scenarios()}
                 self.throughput.scenarios += [s for s in scenarios if s.name not in known]
+
+    def _check_confirm(self) -> None:
+        confirm = self.confirm
+        if confirm is None:
+            return
+        if self.quality is None and self.throughput is None:
+            raise ValueError("confirm: the second stage confirms speed and answers; the matrix measures neither "
+                             "(no quality or throughput section)")
+        for task in confirm.tasks or []:
+            if not self.quality or task not in self.quality.tasks:
+                raise ValueError(f"confirm.tasks: {unknown_name('task', task, self.quality.tasks if self.quality else [])}")
 
     def _check_operating_point(self) -> None:
         report = self.report

@@ -1,0 +1,34 @@
+"""The matrix's `confirm` section: the sizes of the run's second stage (issue 61). Exploration is every cell as the
+rest of the matrix says (its quality section is exploration's sample); confirmation launches the finalist again
+against the reference launched again, interleaved, and its claim rests on confirmation's data alone, so choosing the
+fastest of many does not inflate it (analysis/confirm.py owns the rule, docs/deciding.md says it in words). Pure
+schema; imports only matrix/base.py.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from evalharness.matrix.base import _Strict
+
+
+class ConfirmSection(_Strict):
+    """Sizes of the confirmation stage: how many launches, finalists, answers and repeats it spends."""
+
+    enabled: bool = Field(True, description="confirm the finalist after exploring every cell; off: the report "
+                          "ranks exploration's cells and certifies nothing beyond them")
+    launches: int = Field(2, ge=1, le=8, description="launches of the finalist in one try, each interleaved with a "
+                          "launch of the reference (reference, finalist, reference, finalist, ...); launches are the "
+                          "speed claim's unit, so a second launch on each side is what lets the claim count "
+                          "launch-to-launch variation")
+    tries: int = Field(1, ge=1, le=4, description="finalists tried in exploration's order when one is not confirmed; "
+                       "each try tests at alpha / tries (Bonferroni), so the chance of confirming a bad cell stays "
+                       "at most alpha over all tries")
+    repeats: int = Field(4, ge=1, description="answers to each document of each confirmed task by the finalist, "
+                         "spread over its launches, on seeds exploration did not use")
+    reference_repeats: int | None = Field(None, ge=1, description="the same for the reference's confirmation "
+                                          "launches; default: repeats")
+    tasks: list[str] | None = Field(None, description="the tasks the claim covers (default: the quality section's own "
+                                    "tasks; a length bucket's task counts only where listed here, else the claim "
+                                    "names the lengths it holds at)")
+    speed_repeats: int = Field(3, ge=2, description="repeats of the operating point's throughput scenario per launch")
