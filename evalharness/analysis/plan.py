@@ -3,12 +3,15 @@ need for the margin (analysis/sizing.py: a true drop of twice the margin called 
 every cell x task), the reasoning chains, generated tokens and hours that makes, what the matrix as written will
 certify, and what margin a budget reaches; beside it, the throughput phase's requests and time (plan_throughput.py).
 Pure: a matrix (as the dict results.json keeps) and optionally a previous run's record and folder in, a Plan out;
-render/plan.py writes it as text.
+render/plan.py writes it as text. A matrix with a `confirm` section is a two-stage run: plan_stages.py prices both
+stages in box-hours from the same rows (`Plan.stages`), and that price is the one a budget is checked against.
 
 Where its figures come from, each stated on the plan: the documents, accuracy, within-document variance (from which
-the consistency of a document's answers), tokens per answer and throughput of a previous run's reference (`--from`),
-else stated defaults (accuracy 0.8, consistency 0.5: the sm120 review's GPQA figures; the task's token budget as an
-upper bound on an answer; no throughput: no hours).
+the consistency of a document's answers), tokens per answer (the median of the recorded answers' lengths, else
+the recorded mean) and throughput of a previous run's reference (`--from`), else stated figures (`--answer-tokens`,
+`--documents`, `--startup-min`, `--tok-s`) or defaults (accuracy 0.8, consistency 0.5: the sm120 review's GPQA
+figures; the task's token budget as an upper bound on an answer, said to be one; no throughput: no hours). A
+group's documents are quality.limit per subtask times its subtasks (`groups`, from plan_groups.py).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from pydantic import BaseModel
 
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
 from evalharness.analysis.pairing import side_scores
-from evalharness.analysis.plan_throughput import ThroughputPlan, price_throughput
+from evalharness.analysis.plan_stages import Figure, StagesPlan, price_stages
+from evalharness.analysis.plan_throughput import ThroughputPlan, price_throughput, time_at_quality_rate
 from evalharness.analysis.sizing import certified_margin, repeats_for_task
 from evalharness.analysis.stats import paired_evidence
 from evalharness.matrix.base import LENGTH_TASK_PREFIX
@@ -45,7 +49,8 @@ class TaskPlan(BaseModel):
     reference_repeats: int | None = None
     chains: int | None = None  # answers the needed design generates, every cell and the reference
     tokens_per_answer: float | None = None
-    tokens_per_answer_is_bound: bool = False  # the task's token budget, not a measured mean
+    tokens_per_answer_is_bound: bool = False  # the task's token budget, not a length
+    tokens_source: str = ""  # measured (median or mean), stated, or the budget bound
     hours: float | None = None
     configured: tuple[int, int] = (1, 1)  # the matrix's own (cell, reference) repeats
     configured_margin: float | None = None  # what the matrix as written certifies in the same sense
@@ -63,6 +68,7 @@ class Plan(BaseModel):
     hours: float | None = None  # the needed design, all tasks
     configured_hours: float | None = None
     throughput: ThroughputPlan | None = None  # the throughput phase's price (plan_throughput.py); None: no section
+    stages: StagesPlan | None = None  # the two-stage price (plan_stages.py); None: no enabled confirm section
     notes: list[str] = []
 
     def over_budget(self) -> bool | None:
@@ -71,6 +77,8 @@ class Plan(BaseModel):
         known = sum(t.hours for t in self.tasks if t.hours is not None)
         if self.budget_hours is None:
             return None
+        if self.stages is not None:  # a two-stage run: the box-hours of both stages
+            return None if self.stages.hours is None else self.stages.hours > self.budget_hours
         if known > self.budget_hours:
             return True  # the tasks whose hours are known already exceed it
         return None if self.hours is None else False
@@ -100,7 +108,13 @@ def _measured(run: RunResult, run_dir: Path, task: str) -> dict[str, Any] | None
     accuracy = sum(values) / len(values)
     # a loglikelihood task generates nothing: no generation statistics, no tokens to pay for
     tokens = score.generation.mean_completion_tokens if score.generation else 0.0
-    out: dict[str, Any] = {"documents": len(values), "accuracy": accuracy, "tokens": tokens}
+    lengths = _lengths(run_dir, score)
+    out: dict[str, Any] = {"documents": len(values), "accuracy": accuracy, "tokens": tokens,
+                           "tokens_source": "measured: the recorded mean completion tokens (no answer's own length "
+                           "recorded)" if score.generation else "measured: no generation (loglikelihood)"}
+    if lengths:
+        out["tokens"] = float(np.median(lengths))
+        out["tokens_source"] = f"measured: the median of {len(lengths)} answers' completion tokens"
     if side.repeats >= 2:
         keys = [k for k in side.means if all(k in r for r in side.per_repeat)]
         per_doc = [[r[k] for r in side.per_repeat] for k in keys]
@@ -112,6 +126,37 @@ def _measured(run: RunResult, run_dir: Path, task: str) -> dict[str, Any] | None
     else:
         out["source"] = f"measured: the reference of {run_dir} (one repeat: consistency {DEFAULT_CONSISTENCY} assumed)"
     return out
+
+
+def _lengths(run_dir: Path, score: Any) -> list[int]:
+    """Every recorded answer's completion tokens (one per document and repeat: a document's filters share it)."""
+    from evalharness.records.cellfiles import load_samples
+
+    out = []
+    for _, samples, error in score.all_repeats():
+        if not samples or error or not (run_dir / samples).exists():
+            continue
+        seen = {}
+        for row in load_samples(run_dir / samples):
+            key = (row.get("task"), row.get("doc_id"), row.get("doc_hash"))
+            if isinstance(row.get("completion_tokens"), int) and key not in seen:
+                seen[key] = row["completion_tokens"]
+        out += list(seen.values())
+    return out
+
+
+def _startup(matrix: Mapping[str, Any], previous: tuple[RunResult, Path] | None, minutes: float | None) -> Figure:
+    """A launch's startup: stated, else the median of a previous run's recorded launches, else the bound
+    timeouts.startup_s (the matrix's limit, not a measurement)."""
+    if minutes is not None:
+        return Figure(value=minutes * 60, source=f"stated: {minutes:g} min (--startup-min)")
+    recorded = [c.startup_s for c in previous[0].cells.values() if c.startup_s] if previous else []
+    if recorded:
+        return Figure(value=float(np.median(recorded)), source=f"measured: the median of {len(recorded)} launches' "
+                      f"startup_s in {previous[1]}")  # type: ignore[index]
+    bound = float((matrix.get("timeouts") or {}).get("startup_s") or 900.0)
+    return Figure(value=bound, bound=True, source=f"at most timeouts.startup_s ({bound / 60:g} min: the matrix's "
+                  "limit, not a measurement; give --startup-min or --from)")
 
 
 def _throughput(run: RunResult, concurrency: int) -> tuple[float, str] | None:
@@ -133,9 +178,11 @@ def _deterministic_margin(documents: int, alpha: float) -> float:
 def make_plan(matrix: Mapping[str, Any], *, previous: tuple[RunResult, Path] | None = None,
               tok_s: float | None = None, budget_hours: float | None = None, cells: int | None = None,
               documents: Mapping[str, int] | None = None, accuracy: Mapping[str, float] | None = None,
-              consistency: float | None = None) -> Plan:
-    """`documents`, `accuracy` (per task) and `consistency` override what a previous run measured or the
-    defaults; a group's quality.limit is per subtask, so its documents are unknown before a run unless given."""
+              consistency: float | None = None, answer_tokens: Mapping[str, float] | None = None,
+              groups: Mapping[str, tuple[int, str]] | None = None, startup_min: float | None = None) -> Plan:
+    """`documents`, `accuracy`, `answer_tokens` (per task) and `consistency` override what a previous run measured
+    or the defaults; `groups` ({task: (subtasks, where declared)}) sizes a group whose quality.limit is per subtask;
+    `startup_min` states a launch's startup."""
     quality = matrix.get("quality") or {}
     gate = matrix.get("gate") or {}
     alpha = float(gate.get("alpha") or DEFAULT_ALPHA)
@@ -157,10 +204,15 @@ def make_plan(matrix: Mapping[str, Any], *, previous: tuple[RunResult, Path] | N
         found = (_measured(*previous, task) if previous is not None else None) or {}
         given = {k: v for k, v in (("documents", (documents or {}).get(task)), ("accuracy", (accuracy or {}).get(task)),
                                    ("consistency", consistency)) if v is not None}
+        group = (groups or {}).get(task)
+        if group and own.get("limit") and "documents" not in given:
+            own = {**own, "limit": own["limit"] * group[0]}
         source = found.get("source") or (f"stated defaults: accuracy {DEFAULT_ACCURACY}, consistency "
                                          f"{DEFAULT_CONSISTENCY}" + (
             "; documents: length.documents (the hours count answer tokens, not the bucket's prompt)"
             if task.startswith(LENGTH_TASK_PREFIX) and length.get("enabled") else
+            f"; documents: quality.limit {own['limit'] // group[0]} per subtask x {group[0]} subtasks (lm-eval's "
+            f"{group[1]})" if group and own.get("limit") else
             "; documents: quality.limit (per subtask for a group: give --documents)" if own.get("limit") else ""))
         if given:
             source += "; given: " + ", ".join(f"{k} {v}" for k, v in given.items())
@@ -170,9 +222,13 @@ def make_plan(matrix: Mapping[str, Any], *, previous: tuple[RunResult, Path] | N
                        consistency=given.get("consistency", found.get("consistency", DEFAULT_CONSISTENCY)),
                        deterministic=found.get("deterministic", False) and "consistency" not in given,
                        source=source)
-        tokens = found.get("tokens")
+        tokens = (answer_tokens or {}).get(task, found.get("tokens"))
         row.tokens_per_answer = tokens if tokens is not None else own.get("max_gen_toks")
         row.tokens_per_answer_is_bound = tokens is None and row.tokens_per_answer is not None
+        row.tokens_source = ("stated (--answer-tokens)" if task in (answer_tokens or {}) else
+                             found.get("tokens_source", "measured") if tokens is not None else
+                             "max_gen_toks: the budget bound, not a length (give --answer-tokens or --from)"
+                             if row.tokens_per_answer is not None else "unknown (give --answer-tokens or --from)")
         plan.tasks.append(row)
         _size(row, plan, alpha, len(tasks))
     known = [t.hours for t in plan.tasks]
@@ -184,6 +240,14 @@ def make_plan(matrix: Mapping[str, Any], *, previous: tuple[RunResult, Path] | N
             share = plan.budget_hours * (row.hours or 0) / plan.hours
             row.budget_margin = _margin_within(row, plan, alpha, len(tasks), share)
     plan.throughput = price_throughput(matrix, plan.cells, *((previous[0], str(previous[1])) if previous else ()))
+    if plan.throughput is not None and tok_s and plan.throughput.all_max.minutes is None:
+        plan.throughput = time_at_quality_rate(plan.throughput, tok_s, int(quality.get("concurrency") or 1))
+    if (matrix.get("confirm") or {}).get("enabled", False):
+        tokens = {t.task: Figure(value=t.tokens_per_answer, bound=t.tokens_per_answer_is_bound,
+                                 source=t.tokens_source) for t in plan.tasks}
+        plan.stages = price_stages(matrix, plan.tasks, cells=plan.cells, tok_s=plan.tok_s,
+                                   startup=_startup(matrix, previous, startup_min), throughput=plan.throughput,
+                                   tokens=tokens, budget_hours=plan.budget_hours)
     return plan
 
 

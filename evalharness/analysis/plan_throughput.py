@@ -136,6 +136,62 @@ def _earliest_stop(steps: list[StepPrice], point: Mapping[str, Any] | None) -> s
     return None
 
 
+def _sum(plan: ThroughputPlan) -> None:
+    """The totals of the reference, one cell and every cell from the steps (their repeats, requests and times)."""
+    for name in ("reference", "cell_min", "cell_max", "all_min", "all_max"):
+        setattr(plan, name, Totals(minutes=0.0))
+    for step in plan.steps:
+        low, high = step.repeats
+        _add(plan.reference, step, high)
+        _add(plan.cell_min, step, low)
+        _add(plan.cell_max, step, high)
+        for totals, cell_repeats in ((plan.all_min, low), (plan.all_max, high)):
+            _add(totals, step, high)
+            _add(totals, step, cell_repeats, plan.cells)
+
+
+def time_at_quality_rate(plan: ThroughputPlan, tok_s: float, concurrency: int) -> ThroughputPlan:
+    """A copy of `plan` whose steps with no time are timed from the quality phase's output tok/s at its
+    concurrency (stated, issue 61, 4): a stream no faster than one of the quality phase's (tok_s / concurrency),
+    the box no faster than the quality phase in all (tok_s). A stream is faster alone and a box faster at more
+    streams, so the times are at most these, prefill aside (not counted: a length scenario's long prompt adds to
+    it). A request-rate step is left unknown: its load is not a number of streams."""
+    out = plan.model_copy(deep=True)
+    for step in out.steps:
+        if step.seconds is not None or step.output_tokens is None or step.concurrency is None:
+            continue
+        rate = tok_s * min(step.concurrency, concurrency) / concurrency
+        step.seconds = step.output_tokens / rate
+        if step.duration_s is not None:
+            step.seconds = min(step.seconds, step.duration_s)
+        step.seconds_source = f"at most: {rate:,.0f} tok/s (the quality phase's, by streams)"
+    _sum(out)
+    return out
+
+
+def step_seconds(plan: ThroughputPlan, point: Mapping[str, Any] | None, scenario: str | None) -> tuple[float | None, str]:
+    """A repeat's seconds of the operating point's scenario (what confirmation measures each launch) and which step
+    that is: a stated load's step, `report.throughput_scenario`, else the first single-stream scenario; at most the
+    slowest step where the point is chosen at run time (max_goodput)."""
+    point = point or {}
+    steps = plan.steps
+    if point.get("max_goodput"):
+        timed = [s for s in steps if s.seconds is not None]
+        if not timed or len(timed) < len(steps):
+            return None, "the operating point is chosen at run time; some step's time is unknown"
+        slowest = max(timed, key=lambda s: s.seconds or 0.0)
+        return slowest.seconds, f"at most {slowest.name} (the slowest step: the point is chosen at run time)"
+    if point.get("concurrency") or point.get("request_rate"):
+        found = next((s for s in steps if (point.get("concurrency") and s.concurrency == point["concurrency"]) or
+                      (point.get("request_rate") and s.request_rate == point["request_rate"])), None)
+    else:
+        found = next((s for s in steps if s.name == scenario), None) if scenario else \
+            next((s for s in steps if s.concurrency == 1), None)
+    if found is None:
+        return None, "no scenario at the operating point"
+    return found.seconds, found.name if found.seconds is not None else f"{found.name}: time unknown"
+
+
 def price_throughput(matrix: Mapping[str, Any], cells: int, previous: RunResult | None = None,
                      previous_name: str | None = None) -> ThroughputPlan | None:
     """The throughput phase's price; None when the matrix has no throughput section. `cells`: the cells compared
@@ -155,16 +211,7 @@ def price_throughput(matrix: Mapping[str, Any], cells: int, previous: RunResult 
             "" if records else " (no throughput records: times unknown)")
     for step in plan.steps:
         _time(step, records)
-    for totals in (plan.reference, plan.cell_min, plan.cell_max, plan.all_min, plan.all_max):
-        totals.minutes = 0.0
-    for step in plan.steps:
-        low, high = step.repeats
-        _add(plan.reference, step, high)
-        _add(plan.cell_min, step, low)
-        _add(plan.cell_max, step, high)
-        for totals, cell_repeats in ((plan.all_min, low), (plan.all_max, high)):
-            _add(totals, step, high)
-            _add(totals, step, cell_repeats, cells)
+    _sum(plan)
     plan.unknown_requests = [s.name for s in plan.steps if s.requests is None]
     plan.earliest_stop = _earliest_stop(swept, (matrix.get("report") or {}).get("operating_point")) if swept else None
     if plan.earliest_stop:

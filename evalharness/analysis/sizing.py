@@ -281,3 +281,59 @@ def certified_margin(accuracy: float, consistency: float, docs: int, cell_repeat
 def _check_unit(name: str, value: float) -> None:
     if not 0 <= value <= 1:
         raise ValueError(f"{name} must lie between 0 and 1, not {value}")
+
+
+def confirmation_margin(accuracy: float, consistency: float, docs: int, repeats: int, reference_repeats: int, *,
+                        alpha: float = 0.05, tries: int = 1, power: float = 0.8) -> float:
+    """What the confirmation stage certifies on one task (issue 61): the smallest margin at which a truly unchanged
+    finalist's one-sided upper bound of the drop (reference minus finalist, paired by document) lies below it with
+    probability `power`, the test at alpha / tries (each try of a finalist spends its share; the tasks are an
+    intersection-union test, each at that full level, and one finalist is tested: no family adjustment). The
+    "noninferior" goal at the null's variance, Student's t at docs - 1 where repeats make the test a t-test over
+    documents. 0 where the answers never vary within a document (consistency 1): the caller prices that case."""
+    within = within_doc_variance(accuracy, consistency)
+    single = repeats == 1 and reference_repeats == 1
+    return reachable_margin(within, docs, repeats, reference_repeats, alpha=alpha / tries, power=power,
+                            goal="noninferior", df=None if single else docs - 1)
+
+
+def confirmation_repeats(accuracy: float, consistency: float, docs: int, margin: float, *, alpha: float = 0.05,
+                         tries: int = 1, power: float = 0.8,
+                         reference_share: float = 1.0) -> tuple[int, int] | None:
+    """(finalist repeats, reference repeats) per document that `confirmation_margin` needs to certify `margin`: the
+    fewest finalist repeats with the reference's at `reference_share` times them. None when no repeats reach it."""
+    within = within_doc_variance(accuracy, consistency)
+    plain = repeats_needed(within, docs, margin, alpha=alpha / tries, power=power, goal="noninferior",
+                           reference_share=reference_share)
+    if plain is None or plain == (1, 1):
+        return plain
+    return repeats_needed(within, docs, margin, alpha=alpha / tries, power=power, goal="noninferior",
+                          reference_share=reference_share, df=docs - 1)
+
+
+def detectable_drop(accuracy: float, consistency: float, docs: int, cell_repeats: int, reference_repeats: int,
+                    margin: float, *, alpha: float = 0.05, power: float = 0.8, cells: int = 1,
+                    tasks: int = 1) -> float | None:
+    """What an exploration sample rules out on one task: the smallest true drop that the drift "worse" verdict at
+    `margin` (the lower bound of the drop above it, Holm over cells x tasks) reaches with probability `power`, at the
+    variance the test sees under that drop (as `certified_margin`). None when no drop up to the accuracy is."""
+    if docs < 1 or cell_repeats < 1 or reference_repeats < 1:
+        raise ValueError("docs and repeats must be at least 1")
+    within = within_doc_variance(accuracy, consistency)
+    single = cell_repeats == 1 and reference_repeats == 1
+    ratio = required_ratio("catch", alpha=alpha, power=power, family_size=cells * tasks,
+                           df=None if single else docs - 1)
+
+    def reached(drop: float) -> bool:
+        se = standard_error(within, docs, cell_repeats, reference_repeats,
+                            cell_within_var=dropped_within_doc_variance(accuracy, consistency, drop),
+                            between_var=between_doc_drop_variance(accuracy, consistency, drop))
+        return drop - margin >= ratio * se
+
+    if accuracy <= margin or not reached(accuracy):
+        return None
+    low, high = margin, accuracy
+    while high - low > 1e-6:
+        mid = (low + high) / 2
+        low, high = (low, mid) if reached(mid) else (mid, high)
+    return high

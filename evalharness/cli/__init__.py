@@ -30,15 +30,21 @@ def build_parser() -> argparse.ArgumentParser:
                                "be checked exits 2)")
     validate.set_defaults(func=cmd_validate)
 
-    plan = sub.add_parser("plan", help="what a matrix's accuracy verdicts cost: repeats, chains and hours per task for "
-                          "its margins, and what the matrix as written certifies")
+    plan = sub.add_parser("plan", help="what a matrix's verdicts cost: repeats and hours per task for its margins, "
+                          "what the matrix as written certifies, and with a confirm section both stages in box-hours")
     plan.add_argument("--matrix", required=True, help="matrix YAML file")
     plan.add_argument("--from", dest="from_run", metavar="RUN", help="a previous run folder: its reference's "
                       "documents, accuracy, within-document variance, tokens per answer and throughput")
     plan.add_argument("--tok-s", type=positive_float, help="output tokens/s of the quality phase (default: the previous run's)")
-    plan.add_argument("--budget-hours", type=positive_float, help="hours of generation to spend (default quality.budget_hours)")
-    plan.add_argument("--documents", action="append", metavar="TASK=N", help="a task's documents (a group's limit "
-                      "is per subtask: mmlu_pro=210)")
+    plan.add_argument("--budget-hours", type=positive_float, help="hours to spend (default quality.budget_hours); "
+                      "with a confirm section, box-hours of both stages: what each task certifies within them")
+    plan.add_argument("--documents", action="append", metavar="TASK=N", help="a task's documents (default: "
+                      "quality.limit, times a group's subtasks as its lm-eval config lists them)")
+    plan.add_argument("--answer-tokens", action="append", metavar="TASK=N", help="a task's typical answer length in "
+                      "tokens, reasoning included (default: the median --from recorded, else max_gen_toks, shown "
+                      "as the budget bound it is)")
+    plan.add_argument("--startup-min", type=positive_float, help="minutes from launch to ready, per launch (default: "
+                      "the median --from recorded, else timeouts.startup_s as a bound)")
     plan.add_argument("--accuracy", action="append", metavar="TASK=X", help="a task's expected accuracy")
     plan.add_argument("--consistency", type=unit_fraction, help="the share of an answer's variance between documents "
                       "(default: measured from --from's repeats, else 0.5)")

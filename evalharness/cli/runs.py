@@ -165,17 +165,35 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if matrix.quality is None:
         return fail(f"{args.matrix}: quality: the matrix has no quality section, nothing to plan")
     try:
+        answer_tokens = _per_task(args.answer_tokens, int, "--answer-tokens")
         unknown = set(_per_task(args.documents, int, "--documents")) | set(_per_task(args.accuracy, float, "--accuracy"))
-        unknown -= set(matrix.quality.tasks)
+        unknown = (unknown | set(answer_tokens)) - set(matrix.quality.tasks)
         if unknown:
-            raise ValueError(f"--documents/--accuracy name tasks the matrix does not run: {', '.join(sorted(unknown))}")
+            raise ValueError(f"--documents/--accuracy/--answer-tokens name tasks the matrix does not run: "
+                             f"{', '.join(sorted(unknown))}")
         plan = _plan(matrix, len(cells), Path(args.from_run) if args.from_run else None, args.tok_s,
                      args.budget_hours, documents=_per_task(args.documents, int, "--documents"),
-                     accuracy=_per_task(args.accuracy, float, "--accuracy"), consistency=args.consistency)
+                     accuracy=_per_task(args.accuracy, float, "--accuracy"), consistency=args.consistency,
+                     answer_tokens=answer_tokens, startup_min=args.startup_min, groups=_groups(matrix))
     except (ResultsError, OSError, ValueError) as exc:
         return fail(str(exc))
     print(plan_text(plan), end="")
     return 0
+
+
+def _groups(matrix) -> dict:
+    """{task: (subtasks, file)} for the matrix's tasks that are lm-eval groups, from the task folders the quality
+    phase indexes (include_path or the shipped tasks, and lm-eval's own where include_defaults)."""
+    import importlib.util
+
+    from evalharness.analysis.plan_groups import group_sizes
+    from evalharness.phases.quality import SHIPPED_TASKS
+
+    folders = [Path(matrix.quality.include_path) if matrix.quality.include_path else SHIPPED_TASKS]
+    spec = importlib.util.find_spec("lm_eval") if matrix.quality.include_defaults else None
+    if spec is not None and spec.submodule_search_locations:
+        folders.append(Path(list(spec.submodule_search_locations)[0]) / "tasks")
+    return group_sizes(matrix.quality.tasks, folders)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -381,7 +381,7 @@ def test_plan_prices_a_load_sweep_steps_times_repeats_times_requests():
     # no previous run: no time is guessed, the requests and tokens are still priced
     assert all(s.seconds is None for s in tp.steps) and tp.reference.minutes is None and tp.all_max.minutes is None
     text = plan_text(plan)
-    assert "| load-c4 (sweep) | c4 | 8 | 512 | 4 / 2–4 | 32 | 16–32 | ? | unknown |" in text
+    assert "| load-c4 (sweep) | c4 | 8 | 512 | 4 / 2–4 | 32 | 16–32 | needs --from | no run, no tok/s |" in text
     assert ("throughput totals: reference at most 120 requests; one cell 60 to at most 120 requests; the reference "
             "and its 2 cell(s) 240 to at most 360 requests; time unknown: give a previous run (--from RUN)") in text
     assert "saturation can stop a sweep after load-c2" in text  # no operating point: the second step on

@@ -1,0 +1,69 @@
+"""How many leaf tasks an lm-eval group runs, read from the group's own YAML before any run (issue 61, 4): a
+matrix's quality.limit is per subtask for a group (mmlu_pro: 14 subjects x 15 = 210 documents), so `plan` sizes a
+group from its subtasks. lm-eval declares a group in a YAML file with `group: NAME` and a `task:` list whose entries
+are leaf tasks, other groups (counted through) or inline task configs (one leaf each); the same file format its
+TaskManager indexes. Reads only the folders it is given (the cli passes the matrix's include_path or the shipped
+tasks, and lm-eval's own tasks where quality.include_defaults); imports neither lm_eval nor phases.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+
+import yaml
+
+
+_GROUP = re.compile(r"^group:\s*['\"]?([^'\"\s#]+)['\"]?\s*$", re.M)
+
+
+def group_index(folders: Iterable[Path]) -> dict[str, Path]:
+    """{group name: the first YAML file that declares it} over the folders, in their order (one pass)."""
+    index: dict[str, Path] = {}
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*.yaml")):
+            try:
+                text = path.read_text(encoding="utf-8", errors="ignore")
+            except OSError:
+                continue
+            for name in _GROUP.findall(text):
+                index.setdefault(name, path)
+    return index
+
+
+def _entries(path: Path) -> list | None:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):  # a config with !function tags: not a group list this reader can use
+        return None
+    entries = data.get("task") if isinstance(data, dict) else None
+    return entries if isinstance(entries, list) else None
+
+
+def leaf_count(name: str, index: dict[str, Path], _seen: frozenset[str] = frozenset()) -> tuple[int, Path] | None:
+    """(leaf tasks, the group's file) of group `name` in a `group_index`; None when no file declares such a group
+    (a plain task)."""
+    path = index.get(name)
+    entries = _entries(path) if path is not None else None
+    if not entries or name in _seen:
+        return None
+    total = 0
+    for entry in entries:
+        child = entry if isinstance(entry, str) else entry.get("task") if isinstance(entry, dict) else None
+        inner = leaf_count(child, index, _seen | {name}) if isinstance(child, str) and child != name else None
+        total += inner[0] if inner else 1
+    return total, path
+
+
+def group_sizes(tasks: Iterable[str], folders: Iterable[Path]) -> dict[str, tuple[int, str]]:
+    """{task: (leaf tasks, where the group is declared)} for each of `tasks` that is a group."""
+    index = group_index(folders)
+    out = {}
+    for task in tasks:
+        found = leaf_count(task, index)
+        if found is not None:
+            out[task] = (found[0], found[1].name)
+    return out

@@ -1,0 +1,310 @@
+"""The price of a two-stage run in box-hours (issue 61, 4), for a matrix with a `confirm` section: exploration (every
+cell launched once: its startup, the quality section's sample at its repeats, the throughput phase as
+plan_throughput.py prices it) and confirmation (tries x 2 x launches launches, each a startup and the operating
+point's scenario `speed_repeats` times, and the finalist's and the reference's answers spread over them), what each
+stage decides per task, and what a budget buys. Pure: the matrix as results.json keeps it, the quality plan's rows
+(analysis/plan.py `TaskPlan`: documents, accuracy, consistency, answer lengths), the throughput price and the stated
+or measured figures in, a StagesPlan out; render/plan.py writes it.
+
+The statistics (analysis/sizing.py): exploration only rules cells out, the drift "worse" verdict at each task's
+margin, Holm over cells x tasks (`detectable_drop`: the smallest true drop it catches with 80% power); confirmation
+certifies "not worse" per task at alpha / tries (`confirmation_margin`: the margin a truly unchanged finalist passes
+with 80% power; each task at that full level, the tasks an intersection-union test). Every figure says where it
+came from; one that is missing is named, never guessed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from pydantic import BaseModel
+
+from evalharness.analysis.plan_throughput import ThroughputPlan, step_seconds
+from evalharness.analysis.sizing import confirmation_margin, confirmation_repeats, detectable_drop
+from evalharness.analysis.stats import paired_evidence
+from evalharness.matrix.base import LENGTH_TASK_PREFIX
+
+POWER = 0.8
+
+
+class Figure(BaseModel):
+    """A figure the price rests on: its value (None: not known), where it came from, and whether it is only a bound."""
+
+    value: float | None = None
+    source: str
+    bound: bool = False  # an upper bound (a token budget, a timeout), not an estimate
+
+
+class StageTask(BaseModel):
+    task: str
+    margin: float
+    documents: int | None = None
+    tokens: Figure  # per answer
+    explore_repeats: tuple[int, int]  # (a cell, the reference)
+    explore_hours: float | None = None  # every launch's answers to this task
+    rules_out: float | None = None  # the smallest true drop exploration's "worse" verdict catches with 80% power
+    deterministic: bool = False  # the reference's repeats agreed on every document: any flip shows
+    confirmed: bool = True  # the confirmation's claim covers it
+    confirm_repeats: tuple[int, int] = (1, 1)  # (the finalist, the reference) per document, over a try's launches
+    confirm_hours: float | None = None  # one try's answers to this task
+    certifies: float | None = None  # the margin one try certifies "not worse" at alpha / tries with 80% power
+    needed: tuple[int, int] | None = None  # the confirmation repeats for the task's own margin
+    budget_certifies: float | None = None
+
+
+class Stage(BaseModel):
+    launches: int
+    startup_h: float | None = None
+    answers_h: float | None = None
+    speed_h: float | None = None
+    batching_h: float | None = 0.0  # the batching section's passes (exploration only)
+    bound: bool = False  # some part is an upper bound (max_gen_toks, timeouts.startup_s, at-most repeats)
+    lacks: list[str] = []  # the figures without which its hours are unknown
+
+    @property
+    def hours(self) -> float | None:
+        parts = (self.startup_h, self.answers_h, self.speed_h, self.batching_h)
+        return None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
+
+
+class BudgetFit(BaseModel):
+    hours: float
+    cells: int | None = None  # cells explored (of the matrix's) within it
+    repeats: tuple[int, int] | None = None  # confirmation's (finalist, reference) repeats within it
+    spent: float | None = None
+    statement: str = ""
+
+
+class StagesPlan(BaseModel):
+    cells: int  # compared with the reference
+    tries: int
+    launches: int  # of the finalist in one try (as many of the reference)
+    speed_repeats: int
+    alpha: float
+    tok_s: float | None = None
+    startup: Figure
+    point: Figure  # seconds of one repeat of the operating point's scenario
+    batching: Figure = Figure(value=0.0, source="no batching section")  # seconds a launch
+    tasks: list[StageTask] = []
+    exploration: Stage
+    confirmation: Stage  # all tries, at most
+    budget: BudgetFit | None = None
+    notes: list[str] = []
+
+    @property
+    def hours(self) -> float | None:
+        e, c = self.exploration.hours, self.confirmation.hours
+        return None if e is None or c is None else e + c
+
+
+def _deterministic_margin(documents: int, alpha: float) -> float:
+    """A deterministic engine's documents with no flip: the score test's upper bound (as plan.py's)."""
+    return paired_evidence([1.0] * documents, [1.0] * documents).interval(1 - 2 * alpha)[1]
+
+
+def _answers_h(docs: int | None, answers: int, tokens: Figure, tok_s: float | None) -> float | None:
+    if not docs or tokens.value is None or not tok_s:
+        return None
+    return docs * answers * tokens.value / tok_s / 3600
+
+
+def _certifies(row: Any, repeats: tuple[int, int], alpha: float, tries: int) -> float | None:
+    if not row.documents:
+        return None
+    if row.deterministic or row.consistency >= 1.0:
+        return _deterministic_margin(row.documents, alpha / tries)
+    return confirmation_margin(row.accuracy, row.consistency, row.documents, *repeats, alpha=alpha, tries=tries,
+                               power=POWER)
+
+
+def _rules_out(row: Any, repeats: tuple[int, int], alpha: float, cells: int, tasks: int) -> float | None:
+    if not row.documents or row.deterministic or row.consistency >= 1.0:
+        return None
+    return detectable_drop(row.accuracy, row.consistency, row.documents, *repeats, row.margin, alpha=alpha,
+                           power=POWER, cells=cells, tasks=tasks)
+
+
+def confirm_tasks(matrix: Mapping[str, Any]) -> list[str]:
+    """The tasks the confirmation's claim covers: confirm.tasks, else the quality section's own (a length bucket's
+    only where listed)."""
+    listed = (matrix.get("confirm") or {}).get("tasks")
+    tasks = list((matrix.get("quality") or {}).get("tasks") or [])
+    return list(listed) if listed else [t for t in tasks if not t.startswith(LENGTH_TASK_PREFIX)]
+
+
+def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, tok_s: float | None,
+                 startup: Figure, throughput: ThroughputPlan | None, tokens: Mapping[str, Figure],
+                 budget_hours: float | None = None) -> StagesPlan:
+    """`rows`: the quality plan's TaskPlan rows; `tokens`: each task's answer length; `throughput`: the throughput
+    phase's price with its times (None: the matrix measures no speed)."""
+    confirm = matrix.get("confirm") or {}
+    alpha = float((matrix.get("gate") or {}).get("alpha") or 0.05)
+    tries, launches = int(confirm.get("tries") or 1), int(confirm.get("launches") or 2)
+    repeats = int(confirm.get("repeats") or 4)
+    reference_repeats = int(confirm.get("reference_repeats") or repeats)
+    speed_repeats = int(confirm.get("speed_repeats") or 3)
+    report = matrix.get("report") or {}
+    point_s, point_source = (step_seconds(throughput, report.get("operating_point"), report.get("throughput_scenario"))
+                             if throughput is not None else (0.0, "no throughput section: nothing measured"))
+    plan = StagesPlan(cells=cells, tries=tries, launches=launches, speed_repeats=speed_repeats, alpha=alpha,
+                      tok_s=tok_s, startup=startup, point=Figure(value=point_s, source=point_source,
+                                                                    bound=point_source.startswith("at most")),
+                      exploration=Stage(launches=cells + 1), confirmation=Stage(launches=tries * 2 * launches))
+    covered = confirm_tasks(matrix)
+    for row in rows:
+        figure = tokens[row.task]
+        rc, rr = row.configured
+        task = StageTask(task=row.task, margin=row.margin, documents=row.documents, tokens=figure,
+                         explore_repeats=(rc, rr), confirmed=row.task in covered,
+                         deterministic=row.deterministic or row.consistency >= 1.0,
+                         confirm_repeats=(repeats, reference_repeats))
+        task.explore_hours = _answers_h(row.documents, cells * rc + rr, figure, tok_s)
+        task.rules_out = _rules_out(row, (rc, rr), alpha, cells, len(rows))
+        if task.confirmed:
+            task.confirm_hours = _answers_h(row.documents, repeats + reference_repeats, figure, tok_s)
+            task.certifies = _certifies(row, task.confirm_repeats, alpha, tries)
+            if row.documents and not row.deterministic and row.consistency < 1.0:
+                task.needed = confirmation_repeats(row.accuracy, row.consistency, row.documents, row.margin,
+                                                   alpha=alpha, tries=tries, power=POWER,
+                                                   reference_share=reference_repeats / repeats)
+        plan.tasks.append(task)
+    plan.batching = batching_seconds(matrix, rows, tokens, tok_s)
+    _stage_hours(plan, throughput)
+    if budget_hours is not None:
+        plan.budget = fit_budget(plan, rows, throughput, budget_hours)
+    length = matrix.get("length") or {}
+    if length.get("enabled"):
+        prompts = int(length.get("documents") or 0) * sum(length.get("buckets") or [])
+        plan.notes.append(f"not priced: the length buckets' prompts, {prompts:,} prompt tokens a launch of "
+                          "exploration (their prefill; no prefill rate is stated or measured)")
+    return plan
+
+
+def batching_seconds(matrix: Mapping[str, Any], rows: Sequence[Any], tokens: Mapping[str, Figure],
+                     tok_s: float | None) -> Figure:
+    """A launch's batching passes (matrix `batching`, phases/batching.py), at most: `count` greedy prompts of
+    `max_tokens` answered one at a time and again among `concurrency` in flight (the other requests asking twice as
+    many tokens), and each of `tasks`' documents (at most `task_documents`, at most the task's own) answered one at a
+    time; a stream no faster than one of the quality phase's, the box no faster than the quality phase."""
+    section = matrix.get("batching") or {}
+    if not section.get("enabled"):
+        return Figure(value=0.0, source="no batching section")
+    if not tok_s:
+        return Figure(source="needs the quality phase's tok/s")
+    concurrency = int((matrix.get("quality") or {}).get("concurrency") or 1)
+    stream = tok_s / concurrency
+    count, most, load = int(section.get("count") or 64), int(section.get("max_tokens") or 64), \
+        int(section.get("concurrency") or 16)
+    seconds = count * most / stream + 3 * count * most / (tok_s * min(load, concurrency) / concurrency)
+    documents = {r.task: r.documents for r in rows}
+    answered = []
+    for task in section.get("tasks") or []:
+        docs = min(int(section.get("task_documents") or 60), documents.get(task) or 0)
+        length = tokens[task].value if task in tokens else None
+        if length is None:
+            return Figure(source=f"needs {task}'s answer length")
+        seconds += docs * length / stream
+        answered.append(f"{docs} {task} documents")
+    alone = " and ".join([f"{count} prompts x {most} tokens", *answered])
+    return Figure(value=seconds, bound=True, source=f"at most: {alone} one at a time at {stream:,.0f} tok/s a "
+                  f"stream, the prompts again among {load} in flight")
+
+
+def _lacks(plan: StagesPlan, tasks: list[StageTask]) -> list[str]:
+    lacks = []
+    if not plan.tok_s:
+        lacks.append("the quality phase's tok/s (--tok-s or --from)")
+    if plan.startup.value is None:
+        lacks.append("a startup time (--startup-min or --from)")
+    lacks += [f"{t.task}'s documents (--documents)" for t in tasks if not t.documents]
+    lacks += [f"{t.task}'s answer length (--answer-tokens or --from)" for t in tasks if t.tokens.value is None]
+    return lacks
+
+
+def _stage_hours(plan: StagesPlan, throughput: ThroughputPlan | None) -> None:
+    start = plan.startup.value
+    explore, confirm = plan.exploration, plan.confirmation
+    for stage in (explore, confirm):
+        stage.startup_h = None if start is None else stage.launches * start / 3600
+        stage.bound = plan.startup.bound or any(t.tokens.bound for t in plan.tasks)
+    explore.lacks = _lacks(plan, plan.tasks)
+    confirm.lacks = _lacks(plan, [t for t in plan.tasks if t.confirmed])
+    explore.batching_h = None if plan.batching.value is None else explore.launches * plan.batching.value / 3600
+    if plan.batching.value is None:
+        explore.lacks.append(f"the batching passes' time ({plan.batching.source})")
+    known = [t.explore_hours for t in plan.tasks]
+    explore.answers_h = None if any(h is None for h in known) else sum(known)  # type: ignore[arg-type]
+    known = [t.confirm_hours for t in plan.tasks if t.confirmed]
+    confirm.answers_h = None if any(h is None for h in known) else plan.tries * sum(known)  # type: ignore[arg-type]
+    if throughput is None:
+        explore.speed_h = confirm.speed_h = 0.0
+        return
+    minutes = throughput.all_max.minutes
+    explore.speed_h = None if minutes is None else minutes / 60
+    explore.bound = True  # a cell measures from repeats.min to repeats.max: priced at max
+    if minutes is None:
+        explore.lacks.append("the throughput steps' times (--from, or --tok-s to time them at the quality rate)")
+    confirm.speed_h = None if plan.point.value is None else \
+        confirm.launches * plan.speed_repeats * plan.point.value / 3600
+    if plan.point.value is None:
+        confirm.lacks.append(f"the operating point's time ({plan.point.source})")
+
+
+def _explore_cost(plan: StagesPlan, rows: Sequence[Any], throughput: ThroughputPlan | None, cells: int) -> float:
+    """Exploration's hours with `cells` of the matrix's cells (figures known)."""
+    answers = sum(_answers_h(r.documents, cells * r.configured[0] + r.configured[1], t.tokens, plan.tok_s) or 0.0
+                  for r, t in zip(rows, plan.tasks))
+    speed = 0.0 if throughput is None else \
+        ((throughput.reference.minutes or 0.0) + cells * (throughput.cell_max.minutes or 0.0)) / 60
+    return (cells + 1) * ((plan.startup.value or 0.0) + (plan.batching.value or 0.0)) / 3600 + answers + speed
+
+
+def _confirm_cost(plan: StagesPlan, repeats: tuple[int, int]) -> float:
+    fixed = plan.confirmation.launches * ((plan.startup.value or 0.0) + plan.speed_repeats * (plan.point.value or 0.0))
+    answers = sum(_answers_h(t.documents, sum(repeats), t.tokens, plan.tok_s) or 0.0 for t in plan.tasks if t.confirmed)
+    return fixed / 3600 + plan.tries * answers
+
+
+def fit_budget(plan: StagesPlan, rows: Sequence[Any], throughput: ThroughputPlan | None,
+               hours: float) -> BudgetFit:
+    """What `hours` buy: every cell explored as configured and the most confirmation repeats that fit (the reference's
+    at the configured share); where exploration alone does not fit, the most cells that leave room for one repeat
+    each side. The margins each confirmed task certifies there go to `StageTask.budget_certifies`."""
+    fit = BudgetFit(hours=hours)
+    lacks = sorted(set(plan.exploration.lacks + plan.confirmation.lacks))
+    if lacks:
+        fit.statement = "cannot be told: the plan lacks " + "; ".join(lacks)
+        return fit
+    share = plan.tasks[0].confirm_repeats[1] / plan.tasks[0].confirm_repeats[0] if plan.tasks else 1.0
+    for cells in range(plan.cells, 0, -1):
+        left = hours - _explore_cost(plan, rows, throughput, cells)
+        best = None
+        for r in range(1, 2001):
+            pair = (r, max(1, math.ceil(share * r - 1e-9)))
+            if _confirm_cost(plan, pair) > left:
+                break
+            best = pair
+        if best is not None:
+            fit.cells, fit.repeats = cells, best
+            fit.spent = hours - left + _confirm_cost(plan, best)
+            break
+    if fit.repeats is None:
+        fit.statement = (f"nothing: one cell explored and one confirmation repeat each side take "
+                         f"{_explore_cost(plan, rows, throughput, 1) + _confirm_cost(plan, (1, 1)):,.1f} h")
+        return fit
+    for row, task in zip(rows, plan.tasks):
+        if task.confirmed:
+            task.budget_certifies = _certifies(row, fit.repeats, plan.alpha, plan.tries)
+    certified = [f"{t.task} ±{t.budget_certifies:.3f}" for t in plan.tasks if t.budget_certifies is not None]
+    explored = "every cell" if fit.cells == plan.cells else f"the reference and {fit.cells} of {plan.cells} cells"
+    fit.statement = (f"explores {explored}, confirms at {fit.repeats[0]} / {fit.repeats[1]} repeats "
+                     f"({fit.spent:,.1f} h): certifies {', '.join(certified) or 'no task'}")
+    configured = plan.tasks[0].confirm_repeats if plan.tasks else None
+    if configured and fit.repeats != configured:
+        most = next((n for n in range(plan.cells, 0, -1)
+                     if _explore_cost(plan, rows, throughput, n) + _confirm_cost(plan, configured) <= hours), None)
+        fit.statement += (f"; or the configured confirmation ({configured[0]} / {configured[1]}: " + ", ".join(
+            f"{t.task} ±{t.certifies:.3f}" for t in plan.tasks if t.certifies is not None) + ") after exploring " + (
+            f"the reference and {most} of {plan.cells} cells" if most else "no cell: it does not fit") + ")")
+    return fit
