@@ -1,0 +1,126 @@
+"""The plan of a two-stage run (issue 61, 4 and 5): both stages priced in box-hours from stated or measured figures,
+a group sized from its subtasks, what a budget certifies, no column left as '?', and the story's matrix deciding at
+its stated figures within 16 box-hours."""
+
+import pytest
+
+from evalharness.analysis.plan import make_plan
+from evalharness.analysis.plan_groups import group_sizes
+from evalharness.analysis.sizing import confirmation_margin, confirmation_repeats, reachable_margin, within_doc_variance
+from evalharness.cli import main
+from evalharness.render.plan import plan_text
+
+SM120_FIGURES = ["--tok-s", "1500", "--startup-min", "10", "--answer-tokens", "gsm8k=1500",
+                 "--answer-tokens", "gpqa_diamond_cot_zeroshot=4639", "--answer-tokens", "mmlu_pro=3000",
+                 "--answer-tokens", "ifeval=1200"]
+
+TWO_STAGE = {"name": "m", "quality": {"tasks": ["a", "b"], "limit": 100, "repeats": 1, "reference_repeats": 2,
+                                      "concurrency": 4, "max_gen_toks": 4096},
+             "gate": {"margin": 0.05},
+             "throughput": {"scenarios": [{"name": "single", "concurrency": 1, "requests": 10, "output_len": 100,
+                                           "repeats": 3}]},
+             "confirm": {"enabled": True, "launches": 2, "tries": 2, "repeats": 8, "reference_repeats": 8,
+                         "speed_repeats": 3}}
+
+
+def _sm120_plan(**extra):
+    from evalharness.matrix.load import load_matrix
+
+    matrix, cells, _ = load_matrix("matrices/sm120.yaml")
+    return make_plan(matrix.model_dump(mode="json"), cells=len(cells), tok_s=1500.0, startup_min=10,
+                     answer_tokens={"gsm8k": 1500, "gpqa_diamond_cot_zeroshot": 4639, "mmlu_pro": 3000,
+                                    "ifeval": 1200}, groups={"mmlu_pro": (14, "_mmlu_pro.yaml")}, **extra)
+
+
+def test_plan_prices_both_stages_in_box_hours():
+    plan = make_plan(TWO_STAGE, cells=4, tok_s=400.0, startup_min=5, answer_tokens={"a": 200, "b": 800})
+    sp = plan.stages
+    assert sp is not None and (sp.cells, sp.tries, sp.launches) == (3, 2, 2)
+    # exploration: the reference and 3 cells, each launched once: startups, answers (3 cells x 1 + the reference's 2)
+    # and the throughput phase (timed at the quality phase's rate: one stream at 400 / 4 tok/s)
+    e = sp.exploration
+    assert e.launches == 4 and e.startup_h == pytest.approx(4 * 5 / 60)
+    assert e.answers_h == pytest.approx(100 * (3 * 1 + 2) * (200 + 800) / 400 / 3600)
+    assert e.speed_h == pytest.approx((3 + 3 * 3) * 10 * 100 / 100 / 3600)
+    # confirmation: tries x 2 x launches launches, each a startup and the operating point 3 times; 8 + 8 answers a
+    # document a try
+    c = sp.confirmation
+    assert c.launches == 2 * 2 * 2 and c.startup_h == pytest.approx(8 * 5 / 60)
+    assert c.speed_h == pytest.approx(8 * 3 * 10.0 / 3600)
+    assert c.answers_h == pytest.approx(2 * 100 * 16 * (200 + 800) / 400 / 3600)
+    assert sp.hours == pytest.approx(e.hours + c.hours)
+    text = plan_text(plan)
+    assert f"- exploration: 4 launches, at most {e.hours:,.1f} box-hours = startups" in text
+    assert f"- confirmation (all 2 tries): 8 launches, {c.hours:,.1f} box-hours" in text
+
+
+def test_confirmation_certifies_not_worse_at_alpha_over_tries_with_no_family_adjustment():
+    within = within_doc_variance(0.8, 0.5)
+    at = confirmation_margin(0.8, 0.5, 100, 8, 8, alpha=0.05, tries=2)
+    assert at == pytest.approx(reachable_margin(within, 100, 8, 8, alpha=0.025, goal="noninferior", df=99))
+    assert confirmation_margin(0.8, 0.5, 100, 8, 8, tries=1) < at  # one try spends all of alpha
+    rc, rr = confirmation_repeats(0.8, 0.5, 100, at, alpha=0.05, tries=2)
+    assert (rc, rr) == (8, 8)  # the inverse: the repeats for that margin are the ones it came from
+    plan = make_plan(TWO_STAGE, cells=4, tok_s=400.0, startup_min=5, answer_tokens={"a": 200, "b": 800})
+    assert plan.stages.tasks[0].certifies == pytest.approx(at)
+
+
+def test_plan_never_prints_a_question_mark(capsys):
+    # with no figures at all (no run, no tok/s, no lengths), every column says what it lacks
+    assert main(["plan", "--matrix", "matrices/sm120.yaml", "--budget-hours", "8"]) == 0
+    bare = capsys.readouterr().out
+    assert "?" not in bare and "needs tok/s" in bare and "budget bound" in bare and "needs --from" in bare
+    assert "budget 8 h: cannot be told: the plan lacks" in bare and "the quality phase's tok/s (--tok-s or --from)" in bare
+    assert main(["plan", "--matrix", "matrices/sm120.yaml", *SM120_FIGURES, "--budget-hours", "8"]) == 0
+    assert "?" not in capsys.readouterr().out
+    assert main(["plan", "--matrix", "matrices/cpu-smollm2.yaml", "--tok-s", "80", "--budget-hours", "1"]) == 0
+    assert "?" not in capsys.readouterr().out
+
+
+def test_plan_sizes_a_group_from_its_subtasks(tmp_path, capsys):
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "_grp.yaml").write_text("group: grp\ntask:\n  - grp_a\n  - grp_b\n  - inner\n")
+    (tmp_path / "g" / "_inner.yaml").write_text("group: inner\ntask:\n  - task: inner_x\n  - inner_y\n")
+    (tmp_path / "g" / "grp_a.yaml").write_text("task: grp_a\n")
+    assert group_sizes(["grp", "plain"], [tmp_path]) == {"grp": (4, "_grp.yaml")}  # a nested group counts through
+    matrix = {"name": "m", "quality": {"tasks": ["grp"], "limit": 15}, "gate": {"margin": 0.05}}
+    [row] = make_plan(matrix, cells=2, groups={"grp": (4, "_grp.yaml")}).tasks
+    assert row.documents == 60 and "15 per subtask x 4 subtasks" in row.source
+    # the story's mmlu_pro: lm-eval's own group config lists 14 subjects; the matrix's limit is per subject
+    assert main(["plan", "--matrix", "matrices/sm120.yaml", *SM120_FIGURES]) == 0
+    out = capsys.readouterr().out
+    assert "| mmlu_pro | ±0.02 | 42 |" in out and "quality.limit 3 per subtask x 14 subtasks" in out
+
+
+def test_sm120_decides_within_16_box_hours(capsys):
+    plan = _sm120_plan()
+    sp = plan.stages
+    confirmed = {t.task: t for t in sp.tasks if t.confirmed}
+    assert set(confirmed) == {"gsm8k", "gpqa_diamond_cot_zeroshot", "mmlu_pro", "ifeval"}  # the buckets are not
+    assert all(t.certifies <= 0.03 for t in confirmed.values())  # a decision at ±0.03 on every task
+    assert confirmed["gsm8k"].certifies <= 0.02  # and ±0.02 where it fits
+    assert sp.hours <= 16 and sp.exploration.launches == 24 and sp.confirmation.launches == 4
+    assert all(t.tokens.value is not None and not t.tokens.bound for t in confirmed.values())
+    assert main(["plan", "--matrix", "matrices/sm120.yaml", *SM120_FIGURES]) == 0
+    out = capsys.readouterr().out
+    assert f"- in all: at most {sp.hours:,.1f} box-hours" in out and "within its own margin: gsm8k" in out
+
+
+def test_plan_budget_hours_8_names_what_it_can_certify(capsys):
+    fit = _sm120_plan(budget_hours=8.0).stages.budget
+    assert fit.repeats is not None and fit.spent <= 8.0 and fit.cells < 23  # 8 h do not explore every cell
+    assert main(["plan", "--matrix", "matrices/sm120.yaml", *SM120_FIGURES, "--budget-hours", "8"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("- budget 8 h: "))
+    assert "certifies gsm8k ±" in line and "ifeval ±" in line and "after exploring the reference and" in line
+
+
+def test_an_answer_length_that_is_only_max_gen_toks_says_it_is_the_budget_bound(capsys):
+    plan = make_plan(TWO_STAGE, cells=4, tok_s=400.0, startup_min=5, answer_tokens={"a": 200})
+    a, b = plan.stages.tasks
+    assert (a.tokens.value, a.tokens.bound) == (200, False) and (b.tokens.value, b.tokens.bound) == (4096, True)
+    text = plan_text(plan)
+    assert "| b | ±0.05 | 100 | 4,096 (budget bound) |" in text and "max_gen_toks: the budget bound, not a length" in text
+    # no startup stated and no run: the matrix's startup timeout, as the bound it is
+    bound = make_plan(TWO_STAGE, cells=4, tok_s=400.0).stages.startup
+    assert bound.bound and bound.value == 900.0 and "not a measurement" in bound.source
