@@ -278,6 +278,11 @@ def test_a_length_bucket_states_the_recommendations_envelope_and_rules_out_only_
     line = render_markdown(run).split("\n## ")[0]
     assert "by length: not shown equivalent at any length measured (inconclusive at 1,920 prompt tokens at " \
            "concurrency 16)" in line
+    # "every task" leaves out the lengths (issue 61, 5): the line names the tasks its error bound covers, and says
+    # the lengths are outside it
+    assert "equivalent to the reference on its 1 task (t) within their margins" in line
+    assert "on every task" not in line and "truly at or beyond a margin on one of those tasks is at most 0.05; the " \
+        "lengths are measured beside them, not covered by that bound" in line
 
 
 def test_the_runs_files_are_written_once_for_the_same_settings_and_again_when_they_change(tmp_path):
