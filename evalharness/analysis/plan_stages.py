@@ -28,6 +28,12 @@ from evalharness.matrix.base import LENGTH_TASK_PREFIX
 POWER = 0.8
 
 
+def task_power(tasks: int) -> float:
+    """Each confirmed task's power, so that a truly unchanged finalist passes all of them (the intersection-union
+    test needs every task) with POWER: 0.8 over 4 independent tasks is 0.946 each (at 0.8 each, all four pass 41%)."""
+    return POWER ** (1 / max(1, tasks))
+
+
 class Figure(BaseModel):
     """A figure the price rests on: its value (None: not known), where it came from, and whether it is only a bound."""
 
@@ -91,6 +97,7 @@ class StagesPlan(BaseModel):
     confirmation: Stage  # all tries, at most
     budget: BudgetFit | None = None
     notes: list[str] = []
+    confirmed_tasks: int = 1  # the tasks the claim covers: each task's power is task_power(confirmed_tasks)
 
     @property
     def hours(self) -> float | None:
@@ -109,13 +116,13 @@ def _answers_h(docs: int | None, answers: int, tokens: Figure, tok_s: float | No
     return docs * answers * tokens.value / tok_s / 3600
 
 
-def _certifies(row: Any, repeats: tuple[int, int], alpha: float, tries: int) -> float | None:
+def _certifies(row: Any, repeats: tuple[int, int], alpha: float, tries: int, tasks: int) -> float | None:
     if not row.documents:
         return None
     if row.deterministic or row.consistency >= 1.0:
         return _deterministic_margin(row.documents, alpha / tries)
     return confirmation_margin(row.accuracy, row.consistency, row.documents, *repeats, alpha=alpha, tries=tries,
-                               power=POWER)
+                               power=task_power(tasks))
 
 
 def _rules_out(row: Any, repeats: tuple[int, int], alpha: float, cells: int, tasks: int) -> float | None:
@@ -152,6 +159,7 @@ def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, 
                                                                     bound=point_source.startswith("at most")),
                       exploration=Stage(launches=cells + 1), confirmation=Stage(launches=tries * 2 * launches))
     covered = confirm_tasks(matrix)
+    plan.confirmed_tasks = sum(1 for row in rows if row.task in covered)
     for row in rows:
         figure = tokens[row.task]
         rc, rr = row.configured
@@ -163,10 +171,10 @@ def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, 
         task.rules_out = _rules_out(row, (rc, rr), alpha, cells, len(rows))
         if task.confirmed:
             task.confirm_hours = _answers_h(row.documents, repeats + reference_repeats, figure, tok_s)
-            task.certifies = _certifies(row, task.confirm_repeats, alpha, tries)
+            task.certifies = _certifies(row, task.confirm_repeats, alpha, tries, plan.confirmed_tasks)
             if row.documents and not row.deterministic and row.consistency < 1.0:
                 task.needed = confirmation_repeats(row.accuracy, row.consistency, row.documents, row.margin,
-                                                   alpha=alpha, tries=tries, power=POWER,
+                                                   alpha=alpha, tries=tries, power=task_power(plan.confirmed_tasks),
                                                    reference_share=reference_repeats / repeats)
         plan.tasks.append(task)
     plan.batching = batching_seconds(matrix, rows, tokens, tok_s)
@@ -295,7 +303,7 @@ def fit_budget(plan: StagesPlan, rows: Sequence[Any], throughput: ThroughputPlan
         return fit
     for row, task in zip(rows, plan.tasks):
         if task.confirmed:
-            task.budget_certifies = _certifies(row, fit.repeats, plan.alpha, plan.tries)
+            task.budget_certifies = _certifies(row, fit.repeats, plan.alpha, plan.tries, plan.confirmed_tasks)
     certified = [f"{t.task} ±{t.budget_certifies:.3f}" for t in plan.tasks if t.budget_certifies is not None]
     explored = "every cell" if fit.cells == plan.cells else f"the reference and {fit.cells} of {plan.cells} cells"
     fit.statement = (f"explores {explored}, confirms at {fit.repeats[0]} / {fit.repeats[1]} repeats "
