@@ -234,12 +234,17 @@ def repeats_for_task(accuracy: float, consistency: float, docs: int, margin: flo
     within = within_doc_variance(accuracy, consistency)
     extra = dict(cell_within_var=dropped_within_doc_variance(accuracy, consistency, min(drop, accuracy)),
                  between_var=between_doc_drop_variance(accuracy, consistency, min(drop, accuracy)))
-    plain = repeats_needed(within, docs, margin, alpha=alpha, power=power, cells=cells, tasks=tasks,
+    return _repeats_with_t(within, docs, margin, alpha=alpha, power=power, cells=cells, tasks=tasks,
                            reference_share=reference_share, **extra)
+
+
+def _repeats_with_t(within_var: float, docs: int, margin: float, **options) -> tuple[int, int] | None:
+    """`repeats_needed` with Student's t at docs - 1 where the answer has repeats (they make the test a t-test over
+    documents); single samples stay with the score test's normal quantiles."""
+    plain = repeats_needed(within_var, docs, margin, **options)
     if plain is None or plain == (1, 1):
-        return plain  # single samples: the score test, normal quantiles
-    return repeats_needed(within, docs, margin, alpha=alpha, power=power, cells=cells, tasks=tasks,
-                          reference_share=reference_share, df=docs - 1, **extra)
+        return plain
+    return repeats_needed(within_var, docs, margin, df=docs - 1, **options)
 
 
 def certified_margin(accuracy: float, consistency: float, docs: int, cell_repeats: int, reference_repeats: int, *,
@@ -302,13 +307,8 @@ def confirmation_repeats(accuracy: float, consistency: float, docs: int, margin:
                          reference_share: float = 1.0) -> tuple[int, int] | None:
     """(finalist repeats, reference repeats) per document that `confirmation_margin` needs to certify `margin`: the
     fewest finalist repeats with the reference's at `reference_share` times them. None when no repeats reach it."""
-    within = within_doc_variance(accuracy, consistency)
-    plain = repeats_needed(within, docs, margin, alpha=alpha / tries, power=power, goal="noninferior",
-                           reference_share=reference_share)
-    if plain is None or plain == (1, 1):
-        return plain
-    return repeats_needed(within, docs, margin, alpha=alpha / tries, power=power, goal="noninferior",
-                          reference_share=reference_share, df=docs - 1)
+    return _repeats_with_t(within_doc_variance(accuracy, consistency), docs, margin, alpha=alpha / tries,
+                           power=power, goal="noninferior", reference_share=reference_share)
 
 
 def detectable_drop(accuracy: float, consistency: float, docs: int, cell_repeats: int, reference_repeats: int,
