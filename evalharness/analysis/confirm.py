@@ -30,7 +30,7 @@ are tried in a fixed order, Bonferroni).
   shipped cell is wrong only if one of its tests passed falsely, each at the try's level, so the chance is at most
   alpha over all tries, however many cells exploration ranked.
 
-Imports analysis.speed, analysis.stats and scipy only. The variance components are written here: statsmodels'
+Imports analysis.speed, analysis.stats, matrix.base and scipy only. The variance components are written here: statsmodels'
 MixedLM has no per-side residual variance and gives Wald intervals without degrees of freedom, which at two to four
 launches a side are far too narrow.
 """
@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from scipy.stats import t as student_t
 
 from evalharness.analysis.speed import ALPHA, FLOOR, Side, SpeedVerdict, kept_rates
 from evalharness.analysis.stats import PairedEvidence
+from evalharness.matrix.base import LENGTH_TASK_PREFIX
 
 
 
@@ -63,6 +64,14 @@ def finalists(explored: Sequence[Explored], tries: int, floor: float = FLOOR) ->
     most `tries`."""
     hopeful = [e for e in explored if not e.ruled_out and math.isfinite(e.ratio) and e.ratio > 1 + floor]
     return sorted(hopeful, key=lambda e: -e.ratio)[:tries]
+
+
+def confirm_tasks(matrix: Mapping[str, Any]) -> list[str]:
+    """The tasks a confirmation's claim covers (a matrix as results.json keeps it): confirm.tasks, else the quality
+    section's own tasks; a length bucket's only where listed (issue 61, 5)."""
+    listed = (matrix.get("confirm") or {}).get("tasks")
+    tasks = list((matrix.get("quality") or {}).get("tasks") or [])
+    return list(listed) if listed else [t for t in tasks if not t.startswith(LENGTH_TASK_PREFIX)]
 
 
 def try_level(alpha: float, tries: int) -> float:
@@ -167,8 +176,11 @@ class TaskClaim:
     not_worse: bool
     equivalent: bool  # beside it: the (1 - 2 level) interval inside +-margin
     documents: int = 0
+    note: str = ""  # why no test was made (a side failed, nothing paired)
 
     def text(self) -> str:
+        if self.note:
+            return f"{self.task}: not compared ({self.note})"
         verdict = "not worse" if self.not_worse else "not shown not worse"
         extra = ", equivalent" if self.equivalent else ", gained" if self.drop < 0 and self.not_worse else ""
         return (f"{self.task}: {verdict}{extra} (drop {self.drop:+.3f}, upper bound {self.upper:+.3f} against "

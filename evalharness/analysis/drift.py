@@ -22,6 +22,7 @@ from evalharness.analysis.evidence import (  # noqa: F401  (task_evidence re-exp
 from evalharness.analysis.loaddrift import load_drift
 from evalharness.analysis.noeffect import no_effect_pairs
 from evalharness.analysis.sequential import Levels, final_levels
+from evalharness.analysis.confirmation import refresh_confirmation
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
 from evalharness.analysis.batching import batch_change
 from evalharness.analysis.numerics import compare_distributions
@@ -221,3 +222,7 @@ def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> Non
         run.noise = reference_noise(reference, out_dir, gate)
     except (OSError, ValueError, ResultsError) as exc:
         run.notes.append(f"the reference's noise floor could not be computed: {exc}")
+    try:
+        refresh_confirmation(run, out_dir)  # the second stage's tries, from their own launches
+    except (OSError, ValueError, ResultsError) as exc:
+        run.notes.append(f"the confirmation could not be decided: {exc}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from evalharness.records.cellfiles import load_samples
 from evalharness.records.measures import TaskScore
@@ -183,6 +184,19 @@ def side_scores(run_dir: Path, score: TaskScore, headline: Headline | None = Non
     records = [{k: v for k, v in sample_records(run_dir / p, score.task, headline).items() if headline(k)}
                for p, _ in paths]
     return _side(records, [seed for _, seed in paths])
+
+
+def merged_sides(sides: Sequence[SideScores]) -> SideScores:
+    """Several launches' answers to one task as one side: every repeat of every launch, each document's mean over all
+    the repeats that scored it (a confirmation's launches answer the same documents on their own seeds)."""
+    per_repeat = [r for side in sides for r in side.per_repeat]
+    keys = dict.fromkeys(k for side in sides for k in side.means)
+    means = {k: sum(values) / len(values) for k in keys
+             if (values := [r[k] for r in per_repeat if k in r])}
+    weights = {k: w for side in reversed(sides) for k, w in side.weights.items()}
+    prompts = {k: p for side in reversed(sides) for k, p in side.prompts.items()}
+    return SideScores(means=means, weights={k: weights.get(k, 1.0) for k in means}, per_repeat=per_repeat,
+                      seeds=[s for side in sides for s in side.seeds], prompts=prompts)
 
 
 def side_of_values(values: dict[str, float], weights: dict[str, float] | None = None, repeats: int = 1,

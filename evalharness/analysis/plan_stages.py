@@ -20,10 +20,10 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel
 
+from evalharness.analysis.confirm import confirm_tasks
 from evalharness.analysis.plan_throughput import ThroughputPlan, step_seconds
 from evalharness.analysis.sizing import confirmation_margin, confirmation_repeats, detectable_drop
 from evalharness.analysis.stats import paired_evidence
-from evalharness.matrix.base import LENGTH_TASK_PREFIX
 
 POWER = 0.8
 
@@ -130,14 +130,6 @@ def _rules_out(row: Any, repeats: tuple[int, int], alpha: float, cells: int, tas
         return None
     return detectable_drop(row.accuracy, row.consistency, row.documents, *repeats, row.margin, alpha=alpha,
                            power=POWER, cells=cells, tasks=tasks)
-
-
-def confirm_tasks(matrix: Mapping[str, Any]) -> list[str]:
-    """The tasks the confirmation's claim covers: confirm.tasks, else the quality section's own (a length bucket's
-    only where listed)."""
-    listed = (matrix.get("confirm") or {}).get("tasks")
-    tasks = list((matrix.get("quality") or {}).get("tasks") or [])
-    return list(listed) if listed else [t for t in tasks if not t.startswith(LENGTH_TASK_PREFIX)]
 
 
 def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, tok_s: float | None,

@@ -110,6 +110,57 @@ class CellResult(BaseModel):
         return str(version) if version else None
 
 
+class ClaimRecord(BaseModel):
+    """One confirmed task's "not worse" as a try's data decided it (analysis/confirm.py TaskClaim)."""
+
+    task: str
+    drop: float | None = None  # reference minus finalist; positive is worse (None: not compared)
+    upper: float | None = None  # its one-sided upper bound at the try's level
+    margin: float
+    not_worse: bool
+    equivalent: bool = False
+    documents: int = 0
+    text: str = ""
+
+
+class TryVerdict(BaseModel):
+    """A try's decision from its launches alone, recomputed with the drift (analysis/confirmation.py)."""
+
+    confirmed: bool
+    speed: str  # the speed rule's words over launches ('1.23x [95%: 1.10–1.38] faster (2 launches against 2, ...)')
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    faster: bool = False
+    launches: tuple[int, int] = (0, 0)  # (finalist, reference) launches with a figure
+    launch_sd: float | None = None  # launch-to-launch SD beyond the repeats, on the log scale
+    tasks: list[ClaimRecord] = []
+    why_not: str = ""
+
+
+class ConfirmTry(BaseModel):
+    """One try of the second stage (issue 61): its finalist, its level and its launches' ids (records/confirm.py)."""
+
+    finalist: str  # the exploration cell confirmed in this try
+    level: float  # the one-sided level of its tests: alpha / tries
+    scenario: str | None = None  # the operating point's step its speed is read at (exploration's reference's)
+    reference_launches: list[str] = []  # launch ids of the reference's relaunches in this try
+    finalist_launches: list[str] = []  # and of the finalist's (they run interleaved: reference, finalist, ...)
+    verdict: TryVerdict | None = None  # once its launches finished
+
+
+class ConfirmationRecord(BaseModel):
+    """The second stage: what exploration handed on, each try, every finished launch."""
+
+    explored: dict[str, float] = Field(default_factory=dict, description="each candidate's exploration speed-up at "
+                                       "the operating point (point estimate), by cell")
+    ruled_out: dict[str, str] = Field(default_factory=dict, description="why exploration ruled a cell out")
+    order: list[str] = Field(default_factory=list, description="the finalists in the order they are tried")
+    tries: list[ConfirmTry] = []
+    launches: dict[str, CellResult] = Field(default_factory=dict, description="every finished confirmation launch")
+    complete: bool = False
+
+
 class NoEffect(BaseModel):
     """Two cells one axis apart with the same resolved settings and the same probe answers (analysis/noeffect.py)."""
 
@@ -147,6 +198,7 @@ class RunResult(BaseModel):
     no_effect: list[NoEffect] = []  # recomputed with the drift (`report` refreshes it)
     noise: list[TaskNoise] = []  # the reference's A/A per task, from its repeats (recomputed with the drift)
     load_drift: list[LoadDrift] = []  # each cell's quality at its concurrency against alone (recomputed with the drift)
+    confirmation: ConfirmationRecord | None = None  # the second stage, where the matrix has one (records/confirm.py)
 
     def engine_version(self) -> str | None:
         """The engine's version for the run: as recorded when the first cell finished ok, else as any ok cell reported

@@ -11,6 +11,7 @@ from evalharness.analysis.pareto import vs_reference
 from evalharness.analysis.recommend import recommend
 from evalharness.records.masking import mask_argv, mask_env
 from evalharness.records.run import RunResult
+from evalharness.render.confirmation import confirmation_lines
 from evalharness.render.markdown import code_block, md_text
 
 
@@ -92,6 +93,11 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
     mark = _Plain if plain else _Markdown
     if run.reference not in run.cells or len(run.cells) < 2:
         return []
+    if run.confirmation is not None:  # a two-stage run decides by its confirmation alone
+        shipped = next((t.finalist for t in run.confirmation.tries if t.verdict and t.verdict.confirmed), None)
+        cell = run.cells.get(shipped) if shipped else None
+        command = code_block(launch_command(cell.argv, cell.env)) if with_command and cell is not None else None
+        return confirmation_lines(run, mark, command)
     rec = recommend(run)
     if rec.cell is not None:
         envelope = _envelope(run, rec.cell, mark)

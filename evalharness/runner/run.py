@@ -1,5 +1,6 @@
 """A run: preflight, a fresh or resumed run record, every pending cell in order (the reference first), drift and
-the renderings refreshed and results.json saved atomically after each cell.
+the renderings refreshed and results.json saved atomically after each cell; then, where the matrix has a `confirm`
+section, the second stage (runner/confirmstage.py), each launch saved as it finishes.
 
 Ctrl-C or SIGTERM tears the current server down, saves the finished cells and ends the run with status 130/143;
 `--resume` finishes it later. A save that fails (full disk, read-only folder) stops the run with what is kept said.
@@ -30,6 +31,7 @@ from evalharness.records.run import RunMeta, RunResult
 from evalharness.render.outputs import render_all
 from evalharness.runner.cell import run_cell
 from evalharness.runner.cellfolders import set_aside_stale
+from evalharness.runner.confirmstage import run_confirmation
 from evalharness.runner.progress import Progress
 from evalharness.runner.reverse import reverse_pass
 from evalharness.runner.signals import INTERRUPT, Interrupted
@@ -249,6 +251,9 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                     refresh_drift(run, out_dir)
                     save()
                 INTERRUPT.raise_pending()
+            if matrix.confirm is not None and matrix.confirm.enabled:  # the second stage (runner/confirmstage.py)
+                run_confirmation(matrix, run, reference, {c.id: c for c in cells}, out_dir, progress, save,
+                                 gpu_baseline)
             run.complete = True
         except _SaveFailed:
             pass

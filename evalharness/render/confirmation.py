@@ -1,0 +1,54 @@
+"""The decision of a two-stage run (issue 61) in words: the confirmed finalist with its speed over launches and each
+task "not worse", or why none was confirmed. Pure: reads the run record (its confirmation refreshed with the drift);
+render/recommend.py puts these lines first where a run has a second stage."""
+
+from __future__ import annotations
+
+from evalharness.analysis.speed import FLOOR
+from evalharness.records.run import ConfirmTry, RunResult
+
+
+def _tries_said(tries: int, level: float) -> str:
+    return (f"one finalist tried, its tests at alpha {level:g}" if tries == 1 else
+            f"{tries} finalists allowed, each try's tests at alpha / {tries} = {level:g}")
+
+
+def _claims(this: ConfirmTry, mark) -> str:
+    verdict = this.verdict
+    assert verdict is not None
+    return "; ".join(mark.text(t.text) for t in verdict.tasks) or "no task confirmed"
+
+
+def confirmation_lines(run: RunResult, mark, command: str | None) -> list[str]:
+    """The decision first, then what it rests on. `command`: the confirmed cell's launch as a code block."""
+    record = run.confirmation
+    assert record is not None
+    tries = (run.meta.matrix.get("confirm") or {}).get("tries") or 1
+    decided = [t for t in record.tries if t.verdict is not None]
+    shipped = next((t for t in decided if t.verdict.confirmed), None)
+    if shipped is not None:
+        v = shipped.verdict
+        unit = "goodput tok/s" if (run.meta.matrix.get("report") or {}).get("slo") else "output tok/s"
+        out = [f"{mark.bold('Ship ' + mark.code(shipped.finalist))}: confirmed on fresh launches against the "
+               f"reference relaunched, {mark.text(v.speed)} in {unit} at "
+               f"{mark.code(mark.text(shipped.scenario or 'the operating point'))}, "
+               f"credibly faster by {FLOOR:.0%}; not worse on every confirmed task: {_claims(shipped, mark)}.",
+               "",
+               f"Each claim rests on confirmation's own launches and seeds ({_tries_said(tries, shipped.level)}), "
+               f"so choosing it among {len(run.cells) - 1} explored cells does not inflate it: the chance that "
+               f"it is truly not faster by {FLOOR:.0%} or worse by a margin on one of these tasks is at most "
+               f"{shipped.level * tries:g}."]
+        if command:
+            out += ["", "Its launch as this run made it (the port was the run's own):", "", command]
+        return out + [""]
+    if not record.order:
+        return [f"{mark.bold('No recommendation: keep the reference')}: exploration handed no finalist to "
+                f"confirmation ({len(record.ruled_out)} of {len(run.cells) - 1} cells ruled out; none of the rest "
+                f"estimated faster than the reference by the {FLOOR:.0%} floor).", ""]
+    if decided and len(decided) == len(record.order) and record.complete:
+        why = " ".join(f"{mark.code(t.finalist)}: {mark.text(t.verdict.why_not)}." for t in decided)
+        return [f"{mark.bold('No recommendation: keep the reference')}: no finalist was confirmed on fresh launches. "
+                + why, ""]
+    pending = record.order[len(decided)] if len(decided) < len(record.order) else record.order[-1]
+    return [f"{mark.bold('Not decided yet')}: the confirmation of {mark.code(pending)} has not finished "
+            f"({len(record.launches)} confirmation launches done); `evalharness run --resume` finishes it.", ""]

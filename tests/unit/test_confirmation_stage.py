@@ -1,0 +1,100 @@
+"""The run's second stage read from records (analysis/confirmation.py, runner/confirmstage.py, render/confirmation.py,
+issue 61): what exploration hands on, a try decided on its own launches, the decision said first."""
+
+from pathlib import Path
+
+from evalharness.analysis.drift import refresh_drift
+from evalharness.analysis.pairing import merged_sides, side_of_values
+from evalharness.matrix.schema import Matrix
+from evalharness.records.confirm import launch_id
+from evalharness.records.run import ConfirmTry
+from evalharness.render.recommend import recommendation_lines
+from evalharness.runner.confirmstage import SEED_STRIDE, launch_matrix, start_record
+from tests.unit.test_equivalence import _run_with, _scores
+
+SAME = [1.0] * 300 + [0.0] * 100
+
+
+def _explored(tmp_path: Path):
+    cells = {"ref": _scores(tmp_path, "ref", {"t": SAME}), "fast": _scores(tmp_path, "fast", {"t": SAME}),
+             "fastest": _scores(tmp_path, "fastest", {"t": [0.0] * 400})}  # loses every answer: worse
+    run = _run_with(tmp_path, cells, gate={"margin": 0.05}, tok_s={"ref": 10.0, "fast": 20.0, "fastest": 40.0})
+    run.meta.matrix.update(quality={"tasks": ["t"]}, confirm={"tries": 1, "launches": 2})
+    refresh_drift(run, tmp_path)
+    return run
+
+
+def _launches(tmp_path: Path, run, finalist_answers: list[float], finalist_tok_s: float):
+    this = ConfirmTry(finalist="fast", level=0.05, scenario="single",
+                      reference_launches=[launch_id("ref", 1, k) for k in (1, 2)],
+                      finalist_launches=[launch_id("fast", 1, k) for k in (1, 2)])
+    speeds = {this.reference_launches[0]: 10.0, this.reference_launches[1]: 10.4,
+              this.finalist_launches[0]: finalist_tok_s, this.finalist_launches[1]: finalist_tok_s * 1.03}
+    answers = {lid: SAME if lid in this.reference_launches else finalist_answers for lid in speeds}
+    launched = _run_with(tmp_path, {lid: _scores(tmp_path, lid, {"t": answers[lid]}, seed=1234 + SEED_STRIDE)
+                                    for lid in speeds}, tok_s=speeds)
+    run.confirmation.tries.append(this)
+    run.confirmation.launches.update(launched.cells)
+
+
+def test_exploration_hands_the_fastest_cell_it_did_not_rule_out_to_confirmation(tmp_path):
+    record = start_record(_explored(tmp_path), tries=1)
+    assert record.order == ["fast"]
+    assert record.ruled_out["fastest"].startswith("worse on t") and record.explored["fast"] == 2.0
+
+
+def test_a_finalist_confirmed_on_its_own_launches_is_shipped_with_what_it_rests_on(tmp_path):
+    run = _explored(tmp_path)
+    run.confirmation = start_record(run, tries=1)
+    _launches(tmp_path, run, SAME, 20.0)
+    run.confirmation.complete = True
+    refresh_drift(run, tmp_path)  # the try is decided with the drift, from the launches' own files
+    verdict = run.confirmation.tries[0].verdict
+    assert verdict.confirmed and verdict.launches == (2, 2) and verdict.launch_sd is not None
+    assert verdict.tasks[0].not_worse and verdict.tasks[0].drop == 0.0
+    line = recommendation_lines(run, with_command=False)[0]
+    assert line.startswith("**Ship `fast`**: confirmed on fresh launches") and "2 launches against 2" in line
+    assert "not worse on every confirmed task: t: not worse" in line
+
+
+def test_a_finalist_worse_on_a_task_in_confirmation_is_not_shipped(tmp_path):
+    # exploration saw it unchanged; its relaunches lose a quarter of the answers
+    run = _explored(tmp_path)
+    run.confirmation = start_record(run, tries=1)
+    _launches(tmp_path, run, [1.0] * 200 + [0.0] * 200, 20.0)
+    run.confirmation.complete = True
+    refresh_drift(run, tmp_path)
+    assert not run.confirmation.tries[0].verdict.confirmed
+    line = recommendation_lines(run)[0]
+    assert line.startswith("**No recommendation: keep the reference**: no finalist was confirmed")
+    assert "t: not shown not worse" in line
+
+
+def test_a_confirmation_not_finished_says_so_and_how_to_finish_it(tmp_path):
+    run = _explored(tmp_path)
+    run.confirmation = start_record(run, tries=1)
+    assert recommendation_lines(run)[0].startswith("**Not decided yet**: the confirmation of `fast`")
+
+
+def test_a_launch_measures_the_operating_point_and_the_confirmed_tasks_on_seeds_of_its_own():
+    matrix = Matrix.model_validate({
+        "name": "m", "engine": "vllm", "model": "x", "axes": {"a": {"p": {}, "q": {}}},
+        "quality": {"tasks": ["t", "u"], "repeats": 1, "reference_repeats": 3, "task_settings": {"t": {"repeats": 2}}},
+        "throughput": {"sweep": {"concurrency": [1, 4], "scenario": {"repeats": {"min": 2, "max": 5}}}},
+        "report": {"slo": {"ttft": {"max_ms": 1000}}, "operating_point": "max_goodput"},
+        "confirm": {"speed_repeats": 4}})
+    launch = launch_matrix(matrix, "load-c4", ["t"], 3, attempt=1, launch=2)
+    assert [s.name for s in launch.throughput.all_scenarios()] == ["load-c4"]
+    assert (launch.throughput.scenarios[0].repeats.min, launch.throughput.scenarios[0].repeats.max) == (4, 4)
+    assert launch.quality.tasks == ["t"] and launch.quality.repeats == 3 and launch.quality.reference_repeats == 3
+    assert launch.quality.task_settings["t"].repeats is None  # the launch's share, not the task's exploration size
+    assert launch.quality.seed == 1234 + SEED_STRIDE + 2_000  # past every seed exploration can use (1234..2233)
+    assert not (launch.probes.enabled or launch.distribution.enabled or launch.batching.enabled)
+    assert launch.confirm is None and launch.report.operating_point is None
+
+
+def test_launches_answers_are_one_side_per_document():
+    first = side_of_values({"a": 1.0, "b": 0.0}, repeats=2)
+    second = side_of_values({"a": 0.0, "b": 0.0}, repeats=1)
+    merged = merged_sides([first, second])
+    assert merged.repeats == 3 and merged.means == {"a": 2 / 3, "b": 0.0}
