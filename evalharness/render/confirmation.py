@@ -5,7 +5,8 @@ render/recommend.py puts these lines first where a run has a second stage."""
 from __future__ import annotations
 
 from evalharness.analysis.speed import FLOOR
-from evalharness.records.run import ConfirmTry, RunResult
+from evalharness.records.run import CellResult, ConfirmTry, RunResult
+from evalharness.render.markdown import markdown_table, md_text
 
 
 def _tries_said(tries: int, level: float) -> str:
@@ -52,3 +53,42 @@ def confirmation_lines(run: RunResult, mark, command: str | None) -> list[str]:
     pending = record.order[len(decided)] if len(decided) < len(record.order) else record.order[-1]
     return [f"{mark.bold('Not decided yet')}: the confirmation of {mark.code(pending)} has not finished "
             f"({len(record.launches)} confirmation launches done); `evalharness run --resume` finishes it.", ""]
+
+
+def _figure(launch: CellResult, scenario: str | None) -> str:
+    found = next((s for s in launch.throughput if s.name == scenario), None)
+    if found is None:
+        return ""
+    rates = found.repeat_tok_s or [found.output_tok_s]
+    return f"{found.output_tok_s:.1f} (repeats {min(rates):.1f}..{max(rates):.1f})"
+
+
+def confirmation_section(run: RunResult) -> list[str]:
+    """## Confirmation: what exploration handed on and every launch of every try, in the order they ran."""
+    record = run.confirmation
+    if record is None:
+        return []
+    order = ", ".join(f"`{md_text(c)}` ({record.explored.get(c, float('nan')):.2f}x in exploration)"
+                      for c in record.order) or "none"
+    out = ["## Confirmation", "",
+           f"Exploration's finalists, in the order they are tried: {order}; {len(record.ruled_out)} of "
+           f"{len(run.cells) - 1} cells ruled out (crashed, garbage, worse on a task, screened or slower). Each try "
+           "relaunches the reference and the finalist, interleaved; output tok/s below is each launch's mean over "
+           "its repeats at the operating point's step.", ""]
+    for attempt, this in enumerate(record.tries, 1):
+        rows = []
+        for ref_id, fin_id in zip(this.reference_launches, this.finalist_launches):
+            for lid, role in ((ref_id, "reference"), (fin_id, "finalist")):
+                launch = record.launches.get(lid)
+                if launch is None:
+                    rows.append([f"`{md_text(lid)}`", role, "not run", "", "", ""])
+                    continue
+                answers = "; ".join(f"{md_text(t.task)} {t.value:.3f}" for t in launch.quality if t.value is not None)
+                rows.append([f"`{md_text(lid)}`", role, launch.status if launch.status == "ok" else
+                             f"**{launch.status}**", f"{launch.startup_s or 0:.0f}",
+                             _figure(launch, this.scenario), answers])
+        out += [f"Try {attempt}: `{md_text(this.finalist)}` at `{md_text(this.scenario or '?')}`, tests at alpha "
+                f"{this.level:g}" + (f": {md_text(this.verdict.speed)}" if this.verdict else " (not finished)"), "",
+                markdown_table(["launch", "role", "status", "startup s", "output tok/s", "answers (mean score)"], rows),
+                ""]
+    return out

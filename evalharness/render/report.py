@@ -23,6 +23,7 @@ from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.numerics import kl_text, numerics_section
 from evalharness.render.probes import garbage_section, probe_budget_lines
 from evalharness.render.quality import quality_section
+from evalharness.render.confirmation import confirmation_section
 from evalharness.render.recommend import recommendation_lines
 from evalharness.render.server import server_section
 from evalharness.render.throughput import throughput_section, tok_s_text
@@ -51,7 +52,8 @@ def render_markdown(run: RunResult) -> str:
     )
     if mixed_caveat(run):
         parts += ["", mixed_caveat(run)]
-    parts += ["", *recommendation_lines(run), *pareto_section(run), *load_section(run), "## Cells", ""]
+    parts += ["", *recommendation_lines(run), *confirmation_section(run), *pareto_section(run), *load_section(run),
+              "## Cells", ""]
     tasks = _task_names(run)
     rows = []
     for cid in run.cell_order:

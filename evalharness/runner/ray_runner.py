@@ -209,6 +209,12 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
                 step()
             if len(run.cells) == len(cells):  # the numerics check's reverse direction (runner/reverse.py)
                 _reverse_on_a_node(ray, matrix, reference, run, out_dir, demands[reference.id], progress)
+            if matrix.confirm is not None and matrix.confirm.enabled:
+                note = ("Confirmation (the matrix's confirm section) is not run under --ray yet: this run is "
+                        "exploration only, and its recommendation is read from it (run without --ray to confirm)")
+                if note not in run.notes:
+                    run.notes.append(note)
+                    progress.message(note)
             run.complete = len(run.cells) == len(cells)
         except (KeyboardInterrupt, Interrupted) as exc:
             with INTERRUPT.deferred():

@@ -98,3 +98,36 @@ def test_launches_answers_are_one_side_per_document():
     second = side_of_values({"a": 0.0, "b": 0.0}, repeats=1)
     merged = merged_sides([first, second])
     assert merged.repeats == 3 and merged.means == {"a": 2 / 3, "b": 0.0}
+
+
+def test_a_resumed_confirmation_repeats_no_finished_launch(tmp_path, monkeypatch):
+    # the stage's own loop with the launches stood in by records: one launch had finished before the interrupt
+    import evalharness.runner.confirmstage as stage
+    from evalharness.matrix.schema import Cell
+    from evalharness.runner.progress import Progress
+
+    run = _explored(tmp_path)
+    matrix = Matrix.model_validate({
+        "name": "m", "engine": "vllm", "model": "x", "axes": {"a": {"ref": {}, "fast": {}, "fastest": {}}},
+        "quality": {"tasks": ["t"]}, "gate": {"margin": 0.05},
+        "throughput": {"scenarios": [{"name": "single", "concurrency": 1, "repeats": 3}]},
+        "report": {"throughput_scenario": "single"}, "confirm": {"launches": 2, "repeats": 2}})
+    cells = {cid: Cell(id=cid, axes={}, args={}, env={}, settings_hash="h", engine="vllm") for cid in run.cells}
+    full = _explored(tmp_path / "launched")
+    full.confirmation = start_record(full, tries=1)
+    _launches(tmp_path, full, SAME, 20.0)  # what every launch of the try records
+    run.confirmation = start_record(run, tries=1)
+    run.confirmation.tries.append(full.confirmation.tries[0])
+    first = full.confirmation.tries[0].reference_launches[0]
+    run.confirmation.launches[first] = full.confirmation.launches[first]
+    asked: list[str] = []
+
+    def launch(launch_matrix, cell, engine, out_dir, progress, reference_id, gpu_baseline):
+        asked.append(cell.id)
+        assert launch_matrix.quality.repeats == 1 and launch_matrix.throughput.scenarios[0].repeats.max == 4
+        return full.confirmation.launches[cell.id]
+
+    monkeypatch.setattr(stage, "run_cell", launch)
+    stage.run_confirmation(matrix, run, cells["ref"], cells, tmp_path, Progress(total=3), lambda: None, None)
+    assert asked == ["fast.confirm-1-1", "ref.confirm-1-2", "fast.confirm-1-2"]  # interleaved, the first not again
+    assert run.confirmation.complete and run.confirmation.tries[0].verdict.confirmed
