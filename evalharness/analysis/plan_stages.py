@@ -24,6 +24,7 @@ from evalharness.analysis.confirm import confirm_tasks
 from evalharness.analysis.plan_throughput import ThroughputPlan, step_seconds
 from evalharness.analysis.sizing import confirmation_margin, confirmation_repeats, detectable_drop
 from evalharness.analysis.stats import paired_evidence
+from evalharness.matrix.confirm import ConfirmSection
 
 POWER = 0.8
 
@@ -137,12 +138,13 @@ def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, 
                  budget_hours: float | None = None) -> StagesPlan:
     """`rows`: the quality plan's TaskPlan rows; `tokens`: each task's answer length; `throughput`: the throughput
     phase's price with its times (None: the matrix measures no speed)."""
-    confirm = matrix.get("confirm") or {}
+    confirm = ConfirmSection.model_validate(matrix.get("confirm") or {})  # the schema's defaults where unset
     alpha = float((matrix.get("gate") or {}).get("alpha") or 0.05)
-    tries, launches = int(confirm.get("tries") or 1), int(confirm.get("launches") or 2)
-    repeats = int(confirm.get("repeats") or 4)
-    reference_repeats = int(confirm.get("reference_repeats") or repeats)
-    speed_repeats = int(confirm.get("speed_repeats") or 3)
+    tries, launches = confirm.tries, confirm.launches
+    repeats = confirm.repeats
+    reference_repeats = confirm.reference_repeats or repeats
+    speed_repeats = confirm.speed_repeats
+    own = confirm.task_repeats  # a task's own repeats, both sides
     report = matrix.get("report") or {}
     point_s, point_source = (step_seconds(throughput, report.get("operating_point"), report.get("throughput_scenario"))
                              if throughput is not None else (0.0, "no throughput section: nothing measured"))
@@ -158,16 +160,16 @@ def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, 
         task = StageTask(task=row.task, margin=row.margin, documents=row.documents, tokens=figure,
                          explore_repeats=(rc, rr), confirmed=row.task in covered,
                          deterministic=row.deterministic or row.consistency >= 1.0,
-                         confirm_repeats=(repeats, reference_repeats))
+                         confirm_repeats=(own.get(row.task, repeats), own.get(row.task, reference_repeats)))
         task.explore_hours = _answers_h(row.documents, cells * rc + rr, figure, tok_s)
         task.rules_out = _rules_out(row, (rc, rr), alpha, cells, len(rows))
         if task.confirmed:
-            task.confirm_hours = _answers_h(row.documents, repeats + reference_repeats, figure, tok_s)
+            task.confirm_hours = _answers_h(row.documents, sum(task.confirm_repeats), figure, tok_s)
             task.certifies = _certifies(row, task.confirm_repeats, alpha, tries, plan.confirmed_tasks)
             if row.documents and not row.deterministic and row.consistency < 1.0:
                 task.needed = confirmation_repeats(row.accuracy, row.consistency, row.documents, row.margin,
                                                    alpha=alpha, tries=tries, power=task_power(plan.confirmed_tasks),
-                                                   reference_share=reference_repeats / repeats)
+                                                   reference_share=task.confirm_repeats[1] / task.confirm_repeats[0])
         plan.tasks.append(task)
     plan.batching = batching_seconds(matrix, rows, tokens, tok_s)
     _stage_hours(plan, throughput)
@@ -260,9 +262,11 @@ def _explore_cost(plan: StagesPlan, rows: Sequence[Any], throughput: ThroughputP
     return (cells + 1) * ((plan.startup.value or 0.0) + (plan.batching.value or 0.0)) / 3600 + answers + speed
 
 
-def _confirm_cost(plan: StagesPlan, repeats: tuple[int, int]) -> float:
+def _confirm_cost(plan: StagesPlan, repeats: tuple[int, int] | None) -> float:
+    """Box-hours of every try, at `repeats` on every task (None: each task's configured repeats)."""
     fixed = plan.confirmation.launches * ((plan.startup.value or 0.0) + plan.speed_repeats * (plan.point.value or 0.0))
-    answers = sum(_answers_h(t.documents, sum(repeats), t.tokens, plan.tok_s) or 0.0 for t in plan.tasks if t.confirmed)
+    answers = sum(_answers_h(t.documents, sum(repeats or t.confirm_repeats), t.tokens, plan.tok_s) or 0.0
+                  for t in plan.tasks if t.confirmed)
     return fixed / 3600 + plan.tries * answers
 
 
@@ -300,11 +304,12 @@ def fit_budget(plan: StagesPlan, rows: Sequence[Any], throughput: ThroughputPlan
     explored = "every cell" if fit.cells == plan.cells else f"the reference and {fit.cells} of {plan.cells} cells"
     fit.statement = (f"explores {explored}, confirms at {fit.repeats[0]} / {fit.repeats[1]} repeats "
                      f"({fit.spent:,.1f} h): certifies {', '.join(certified) or 'no task'}")
-    configured = plan.tasks[0].confirm_repeats if plan.tasks else None
-    if configured and fit.repeats != configured:
+    configured = sorted({t.confirm_repeats for t in plan.tasks if t.confirmed})
+    if configured and [fit.repeats] != configured:
         most = next((n for n in range(plan.cells, 0, -1)
-                     if _explore_cost(plan, rows, throughput, n) + _confirm_cost(plan, configured) <= hours), None)
-        fit.statement += (f"; or the configured confirmation ({configured[0]} / {configured[1]}: " + ", ".join(
+                     if _explore_cost(plan, rows, throughput, n) + _confirm_cost(plan, None) <= hours), None)
+        said = f"{configured[0][0]} / {configured[0][1]}" if len(configured) == 1 else "each task's own repeats"
+        fit.statement += (f"; or the configured confirmation ({said}: " + ", ".join(
             f"{t.task} ±{t.certifies:.3f}" for t in plan.tasks if t.certifies is not None) + ") after exploring " + (
             f"the reference and {most} of {plan.cells} cells" if most else "no cell: it does not fit") + ")")
     return fit

@@ -29,6 +29,10 @@ class ConfirmSection(_Strict):
                          "spread over its launches, on seeds exploration did not use")
     reference_repeats: int | None = Field(None, ge=1, description="the same for the reference's confirmation "
                                           "launches; default: repeats")
+    task_repeats: dict[str, int] = Field(default_factory=dict, description="a task's own confirmation repeats, "
+                                         "finalist and reference alike, over `repeats` (a task whose answers vary "
+                                         "more, or whose margin is tighter, needs more: `evalharness plan` says how "
+                                         "many each task's margin needs)")
     tasks: list[str] | None = Field(None, description="the tasks the claim covers (default: the quality section's own "
                                     "tasks; a length bucket's task counts only where listed here, else the claim "
                                     "names the lengths it holds at)")

@@ -300,9 +300,13 @@ class Matrix(_Strict):
         if self.quality is None and self.throughput is None:
             raise ValueError("confirm: the second stage confirms speed and answers; the matrix measures neither "
                              "(no quality or throughput section)")
-        for task in confirm.tasks or []:
-            if not self.quality or task not in self.quality.tasks:
-                raise ValueError(f"confirm.tasks: {unknown_name('task', task, self.quality.tasks if self.quality else [])}")
+        known = self.quality.tasks if self.quality else []
+        for key, names in (("tasks", confirm.tasks or []), ("task_repeats", list(confirm.task_repeats))):
+            for task in names:
+                if task not in known:
+                    raise ValueError(f"confirm.{key}: {unknown_name('task', task, known)}")
+        if any(n < 1 for n in confirm.task_repeats.values()):
+            raise ValueError("confirm.task_repeats: each task's repeats must be at least 1")
 
     def _check_operating_point(self) -> None:
         report = self.report

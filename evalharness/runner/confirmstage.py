@@ -28,11 +28,21 @@ from evalharness.serving.engines import ENGINES
 SEED_STRIDE = 10_000
 
 
-def launch_matrix(matrix: Matrix, scenario: str | None, tasks: list[str], repeats: int, attempt: int,
+def launch_share(matrix: Matrix, task: str, role: str) -> int:
+    """The answers to each document of `task` one launch of `role` ('reference' or 'finalist') gives: the side's
+    confirmation repeats (a task's own, else the section's) spread over its launches."""
+    confirm = matrix.confirm
+    assert confirm is not None
+    total = confirm.task_repeats.get(task) or (
+        (confirm.reference_repeats or confirm.repeats) if role == "reference" else confirm.repeats)
+    return math.ceil(total / confirm.launches)
+
+
+def launch_matrix(matrix: Matrix, scenario: str | None, tasks: list[str], role: str, attempt: int,
                   launch: int) -> Matrix:
     """What one confirmation launch measures: the operating point's scenario at `confirm.speed_repeats` fixed
-    repeats and the confirmed tasks at `repeats` answers a document on seeds of its own; no probes, numerics check,
-    batching or length phases (exploration measured them), no second stage."""
+    repeats and the confirmed tasks at the side's share of answers a document (launch_share) on seeds of its own; no
+    probes, numerics check, batching or length phases (exploration measured them), no second stage."""
     confirm = matrix.confirm
     assert confirm is not None
     data = matrix.model_dump(mode="json")
@@ -49,11 +59,11 @@ def launch_matrix(matrix: Matrix, scenario: str | None, tasks: list[str], repeat
         data["throughput"] = None
     if matrix.quality is not None and tasks:
         quality = data["quality"]
-        quality.update(tasks=tasks, repeats=repeats, reference_repeats=repeats, full_quality=True,
-                       budget_hours=None, seed=matrix.quality.seed + SEED_STRIDE * attempt + 1_000 * launch)
-        for task in tasks:  # a task's own repeats would override the launch's share
-            if task in quality["task_settings"]:
-                quality["task_settings"][task].update(repeats=None, reference_repeats=None)
+        quality.update(tasks=tasks, full_quality=True, budget_hours=None,
+                       seed=matrix.quality.seed + SEED_STRIDE * attempt + 1_000 * launch)
+        for task in tasks:  # the launch's share, not the task's exploration size
+            share = launch_share(matrix, task, role)
+            quality["task_settings"].setdefault(task, {}).update(repeats=share, reference_repeats=share)
         quality["task_settings"] = {t: v for t, v in quality["task_settings"].items() if t in tasks}
         quality["data"] = {t: v for t, v in quality["data"].items() if t in tasks}
     else:
@@ -91,8 +101,6 @@ def run_confirmation(matrix: Matrix, run: RunResult, reference: Cell, cells: dic
     alpha = float((matrix.gate.alpha if matrix.gate and matrix.gate.alpha else None) or DEFAULT_ALPHA)
     scenario = operating_step(run)
     tasks = confirm_tasks(run.meta.matrix)
-    side_repeats = {"reference": math.ceil((confirm.reference_repeats or confirm.repeats) / confirm.launches),
-                    "finalist": math.ceil(confirm.repeats / confirm.launches)}
     for attempt, finalist in enumerate(record.order, 1):
         if attempt > len(record.tries):
             record.tries.append(ConfirmTry(
@@ -108,7 +116,7 @@ def run_confirmation(matrix: Matrix, run: RunResult, reference: Cell, cells: dic
                 progress.message(f"confirmation, try {attempt} ({finalist}): {role} launch {k} of "
                                  f"{confirm.launches}")
                 progress.cell(k, cell.id)
-                result = run_cell(launch_matrix(matrix, this.scenario, tasks, side_repeats[role], attempt, k), cell,
+                result = run_cell(launch_matrix(matrix, this.scenario, tasks, role, attempt, k), cell,
                                   ENGINES[cell.engine], out_dir, progress, reference.id, gpu_baseline)
                 with INTERRUPT.deferred():
                     record.launches[cell.id] = result

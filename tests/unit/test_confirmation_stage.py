@@ -82,12 +82,15 @@ def test_a_launch_measures_the_operating_point_and_the_confirmed_tasks_on_seeds_
         "quality": {"tasks": ["t", "u"], "repeats": 1, "reference_repeats": 3, "task_settings": {"t": {"repeats": 2}}},
         "throughput": {"sweep": {"concurrency": [1, 4], "scenario": {"repeats": {"min": 2, "max": 5}}}},
         "report": {"slo": {"ttft": {"max_ms": 1000}}, "operating_point": "max_goodput"},
-        "confirm": {"speed_repeats": 4}})
-    launch = launch_matrix(matrix, "load-c4", ["t"], 3, attempt=1, launch=2)
+        "confirm": {"speed_repeats": 4, "launches": 2, "repeats": 6, "task_repeats": {"t": 9}}})
+    launch = launch_matrix(matrix, "load-c4", ["t"], "finalist", attempt=1, launch=2)
     assert [s.name for s in launch.throughput.all_scenarios()] == ["load-c4"]
     assert (launch.throughput.scenarios[0].repeats.min, launch.throughput.scenarios[0].repeats.max) == (4, 4)
-    assert launch.quality.tasks == ["t"] and launch.quality.repeats == 3 and launch.quality.reference_repeats == 3
-    assert launch.quality.task_settings["t"].repeats is None  # the launch's share, not the task's exploration size
+    assert launch.quality.tasks == ["t"]
+    # the task's own confirmation repeats over the launches (9 over 2: 5 a launch), not its exploration size
+    assert (launch.quality.task_settings["t"].repeats, launch.quality.task_settings["t"].reference_repeats) == (5, 5)
+    both = launch_matrix(matrix, "load-c4", ["t", "u"], "reference", attempt=1, launch=1)
+    assert both.quality.task_settings["u"].repeats == 3  # the section's 6 over 2
     assert launch.quality.seed == 1234 + SEED_STRIDE + 2_000  # past every seed exploration can use (1234..2233)
     assert not (launch.probes.enabled or launch.distribution.enabled or launch.batching.enabled)
     assert launch.confirm is None and launch.report.operating_point is None
@@ -124,7 +127,8 @@ def test_a_resumed_confirmation_repeats_no_finished_launch(tmp_path, monkeypatch
 
     def launch(launch_matrix, cell, engine, out_dir, progress, reference_id, gpu_baseline):
         asked.append(cell.id)
-        assert launch_matrix.quality.repeats == 1 and launch_matrix.throughput.scenarios[0].repeats.max == 4
+        assert launch_matrix.quality.task_settings["t"].repeats == 1  # 2 repeats over 2 launches
+        assert launch_matrix.throughput.scenarios[0].repeats.max == 4
         return full.confirmation.launches[cell.id]
 
     monkeypatch.setattr(stage, "run_cell", launch)
