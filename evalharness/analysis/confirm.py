@@ -203,10 +203,12 @@ class Confirmation:
     speed: LaunchSpeed
     tasks: tuple[TaskClaim, ...] = field(default=())
     level: float = ALPHA
+    answers_expected: bool = True  # the matrix measures quality: a claim with no task tested is no claim
 
     @property
     def confirmed(self) -> bool:
-        return self.speed.verdict.faster and bool(self.tasks) and all(t.not_worse for t in self.tasks)
+        return self.speed.verdict.faster and (bool(self.tasks) or not self.answers_expected) and \
+            all(t.not_worse for t in self.tasks)
 
     def why_not(self) -> str:
         """What held the finalist back, in words ('' when confirmed)."""
@@ -214,7 +216,7 @@ class Confirmation:
         if not self.speed.verdict.faster:
             reasons.append(f"speed {self.speed.text()}, not credibly faster by {FLOOR:.0%}")
         reasons += [t.text() for t in self.tasks if not t.not_worse]
-        if not self.tasks:
+        if not self.tasks and self.answers_expected:
             reasons.append("no confirmed task")
         return "; ".join(reasons)
 

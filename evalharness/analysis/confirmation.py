@@ -7,6 +7,7 @@ only.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -72,9 +73,10 @@ def confirmation_try(run: RunResult, run_dir: Path, attempt: int) -> Confirmatio
     targets = targets_of(matrix)
     speed = speed_over_launches(_launch_rates(finals, this.scenario, targets),
                                 _launch_rates(refs, this.scenario, targets), level=this.level)
-    claims = [_claim(task, refs, finals, run_dir, margin_for(task, matrix.get("gate")), this.level)
-              for task in confirm_tasks(matrix)]
-    return Confirmation(cell=this.finalist, speed=speed, tasks=tuple(claims), level=this.level)
+    tasks = confirm_tasks(matrix)
+    claims = [_claim(task, refs, finals, run_dir, margin_for(task, matrix.get("gate")), this.level) for task in tasks]
+    return Confirmation(cell=this.finalist, speed=speed, tasks=tuple(claims), level=this.level,
+                        answers_expected=bool(tasks))
 
 
 def _launch_rates(launches: list[CellResult], scenario: str | None, targets) -> list[list[float]]:
@@ -100,17 +102,17 @@ def _claim(task: str, refs: list[CellResult], finals: list[CellResult], run_dir:
                         equivalent=False)
     if not ref_scores or not fin_scores:
         side = "the reference's" if not ref_scores else "the finalist's"
-        return TaskClaim(**{**missing.__dict__, "note": f"{side} launches answered none of it"})
+        return replace(missing, note=f"{side} launches answered none of it")
     headline = Headline.of(ref_scores[0])
     try:
         reference = merged_sides([side_scores(run_dir, s, headline) for s in ref_scores])
         finalist = merged_sides([side_scores(run_dir, s, headline) for s in fin_scores])
     except UnpairableMetric as exc:
-        return TaskClaim(**{**missing.__dict__, "note": str(exc)})
+        return replace(missing, note=str(exc))
     _, evidence = evidence_of(TaskDrift(task=task, metric=ref_scores[0].metric), reference, finalist,
                               ref_scores[0].higher_is_better is not False)
     if evidence is None:
-        return TaskClaim(**{**missing.__dict__, "note": "no document could be paired"})
+        return replace(missing, note="no document could be paired")
     return not_worse(task, evidence, margin, level)
 
 

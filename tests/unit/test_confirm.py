@@ -94,7 +94,8 @@ def test_a_finalist_is_confirmed_only_when_faster_and_not_worse_on_every_task():
     assert Confirmation("x", speed, (same,)).confirmed
     held = Confirmation("x", speed, (same, worse))
     assert not held.confirmed and "b: not shown not worse" in held.why_not()
-    assert not Confirmation("x", speed, ()).confirmed
+    assert not Confirmation("x", speed, ()).confirmed  # answers measured, none tested: no claim
+    assert Confirmation("x", speed, (), answers_expected=False).confirmed  # a matrix measuring speed alone
 
 
 def test_a_launch_keeps_its_clean_repeats_only():
