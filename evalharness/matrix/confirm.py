@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from evalharness.matrix.base import _Strict
+from evalharness.matrix.base import _Strict, unknown_name
 
 
 class ConfirmSection(_Strict):
@@ -37,3 +37,15 @@ class ConfirmSection(_Strict):
                                     "tasks; a length bucket's task counts only where listed here, else the claim "
                                     "names the lengths it holds at)")
     speed_repeats: int = Field(4, ge=2, description="repeats of the operating point's throughput scenario per launch")
+
+    def check(self, quality_tasks: list[str], measures_speed: bool) -> None:
+        """Against the matrix it belongs to: it has something to confirm, and names only its quality tasks."""
+        if not quality_tasks and not measures_speed:
+            raise ValueError("confirm: the second stage confirms speed and answers; the matrix measures neither "
+                             "(no quality or throughput section)")
+        for key, names in (("tasks", self.tasks or []), ("task_repeats", list(self.task_repeats))):
+            for task in names:
+                if task not in quality_tasks:
+                    raise ValueError(f"confirm.{key}: {unknown_name('task', task, quality_tasks)}")
+        if any(n < 1 for n in self.task_repeats.values()):
+            raise ValueError("confirm.task_repeats: each task's repeats must be at least 1")

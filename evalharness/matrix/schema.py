@@ -239,7 +239,8 @@ class Matrix(_Strict):
             raise ValueError(f"batching.tasks: {unknown_name('task', unknown[0], self.quality.tasks if self.quality else [])}"
                              " (answered again one at a time, they must be quality tasks)")
         self._check_operating_point()
-        self._check_confirm()
+        if self.confirm is not None:
+            self.confirm.check(self.quality.tasks if self.quality else [], self.throughput is not None)
         point = self.report.operating_point
         if self.quality is not None and "concurrency" not in self.quality.model_fields_set and point is not None \
                 and point.concurrency:
@@ -292,21 +293,6 @@ class Matrix(_Strict):
             else:
                 known = {s.name for s in self.throughput.all_scenarios()}
                 self.throughput.scenarios += [s for s in scenarios if s.name not in known]
-
-    def _check_confirm(self) -> None:
-        confirm = self.confirm
-        if confirm is None:
-            return
-        if self.quality is None and self.throughput is None:
-            raise ValueError("confirm: the second stage confirms speed and answers; the matrix measures neither "
-                             "(no quality or throughput section)")
-        known = self.quality.tasks if self.quality else []
-        for key, names in (("tasks", confirm.tasks or []), ("task_repeats", list(confirm.task_repeats))):
-            for task in names:
-                if task not in known:
-                    raise ValueError(f"confirm.{key}: {unknown_name('task', task, known)}")
-        if any(n < 1 for n in confirm.task_repeats.values()):
-            raise ValueError("confirm.task_repeats: each task's repeats must be at least 1")
 
     def _check_operating_point(self) -> None:
         report = self.report

@@ -17,7 +17,7 @@ from evalharness.analysis.confirmation import explored_candidates, operating_ste
 from evalharness.analysis.equivalence import DEFAULT_ALPHA
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.records.confirm import launch_id
-from evalharness.records.run import ConfirmationRecord, ConfirmTry, RunResult
+from evalharness.records.run import CellResult, ConfirmationRecord, ConfirmTry, RunResult
 from evalharness.runner.cell import run_cell
 from evalharness.runner.progress import Progress
 from evalharness.runner.signals import INTERRUPT
@@ -85,9 +85,18 @@ def start_record(run: RunResult, tries: int) -> ConfirmationRecord:
                               order=[e.cell for e in finalists(candidates, tries)])
 
 
+Launch = Callable[[Matrix, Cell], CellResult]  # one confirmation launch, served and measured, its record back
+
+
 def run_confirmation(matrix: Matrix, run: RunResult, reference: Cell, cells: dict[str, Cell], out_dir: Path,
-                     progress: Progress, save: Callable[[], None], gpu_baseline: list[int] | None) -> None:
-    """The second stage, resumed where `run.confirmation` left it. `save` writes results.json (and the report)."""
+                     progress: Progress, save: Callable[[], None], gpu_baseline: list[int] | None,
+                     launch: Launch | None = None) -> None:
+    """The second stage, resumed where `run.confirmation` left it. `save` writes results.json (and the report);
+    `launch` serves one launch (default: here, runner/cell.py; a Ray run pins every launch to one node)."""
+    if launch is None:
+        def launch(launch_matrix: Matrix, cell: Cell) -> CellResult:
+            return run_cell(launch_matrix, cell, ENGINES[cell.engine], out_dir, progress, reference.id, gpu_baseline)
+
     confirm = matrix.confirm
     if confirm is None or not confirm.enabled or run.confirmation is not None and run.confirmation.complete:
         return
@@ -116,8 +125,7 @@ def run_confirmation(matrix: Matrix, run: RunResult, reference: Cell, cells: dic
                 progress.message(f"confirmation, try {attempt} ({finalist}): {role} launch {k} of "
                                  f"{confirm.launches}")
                 progress.cell(k, cell.id)
-                result = run_cell(launch_matrix(matrix, this.scenario, tasks, role, attempt, k), cell,
-                                  ENGINES[cell.engine], out_dir, progress, reference.id, gpu_baseline)
+                result = launch(launch_matrix(matrix, this.scenario, tasks, role, attempt, k), cell)
                 with INTERRUPT.deferred():
                     record.launches[cell.id] = result
                     save()

@@ -7,11 +7,14 @@ other cell is a Ray task asking for what one cell needs (`cluster.gpus_per_cell`
 its folder back in its return value. This process alone writes results.json and the reports, after every cell.
 When every cell is in, the numerics check's reverse direction is one more task on a node that has what the reference
 asks for: the reference served again to score the cells' own samples (runner/reverse.py), as a local run does.
+Then, with a `confirm` section, the second stage (runner/confirmstage.py), every launch a cell task pinned to the node
+of its first (runner/ray_confirm.py).
 
 Faults: a cell whose node or worker is lost mid-cell is submitted again, up to `cluster.max_retries` times, with a
 note; then it is recorded as `error` with the reason. Ctrl-C or SIGTERM cancels every task (each tears its server
 down, runner/ray_cell.py), waits for them a bounded time, force-cancels what is left, saves and exits 130/143;
-`--resume`, with Ray or without, finishes the run. Ray is imported here only, and only when a run asks for it.
+`--resume`, with Ray or without, finishes the run. Ray is imported here (and by ray_confirm.py) only, and only when a
+run asks for it.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from evalharness.records.masking import mask_args, mask_argv, mask_env
 from evalharness.records.provenance import now_iso
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.outputs import render_all
+from evalharness.runner.confirmstage import run_confirmation
 from evalharness.runner.progress import Progress
 from evalharness.runner.ray_cell import cell_task, reverse_task
+from evalharness.runner.ray_confirm import ray_launcher
 from evalharness.runner.ray_plan import cell_demand, fits, lost_reason, overlap_notes
 from evalharness.runner.reverse import pending_reverse
 from evalharness.runner.run import RunError, family_size, open_run
@@ -209,12 +214,11 @@ def _drive(ray: Any, matrix: Matrix, cells: list[Cell], reference: Cell, out_dir
                 step()
             if len(run.cells) == len(cells):  # the numerics check's reverse direction (runner/reverse.py)
                 _reverse_on_a_node(ray, matrix, reference, run, out_dir, demands[reference.id], progress)
-            if matrix.confirm is not None and matrix.confirm.enabled:
-                note = ("Confirmation (the matrix's confirm section) is not run under --ray yet: this run is "
-                        "exploration only, and its recommendation is read from it (run without --ray to confirm)")
-                if note not in run.notes:
-                    run.notes.append(note)
-                    progress.message(note)
+            if matrix.confirm is not None and matrix.confirm.enabled and len(run.cells) == len(cells):
+                launch = ray_launcher(ray, reference, out_dir, demands, _error_result,
+                                      lambda ref: _cancel_all(ray, {ref: None}, matrix, lambda task: None))
+                run_confirmation(matrix, run, reference, {c.id: c for c in cells}, out_dir, progress,
+                                 lambda: _save(run, out_dir), None, launch)
             run.complete = len(run.cells) == len(cells)
         except (KeyboardInterrupt, Interrupted) as exc:
             with INTERRUPT.deferred():

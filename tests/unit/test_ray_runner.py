@@ -412,3 +412,28 @@ def test_the_reference_ships_its_samples_to_the_nodes_but_not_its_request_caches
     unpack(pack(ref, {"probes.jsonl"}, {"samples.jsonl"}), tmp_path / "node")
     shipped = sorted(str(p.relative_to(tmp_path / "node")) for p in (tmp_path / "node").rglob("*") if p.is_file())
     assert shipped == ["probes.jsonl", "quality/t/repeat-1/samples.jsonl", "quality/t/samples.jsonl"]
+
+
+# --- the second stage on a cluster (issue 61, 7) -------------------------------------------------------------------
+
+def test_every_confirmation_launch_runs_on_the_node_of_the_first(tmp_path):
+    from evalharness.runner.ray_confirm import ray_launcher
+
+    node = "ab" * 28  # Ray's node ids are hex
+
+    class OneNodeRay(FakeRay):
+        def get(self, ref):
+            payload = super().get(ref)
+            return {**payload, "node": {**payload["node"], "ray_node_id": node}}
+
+    matrix, cells = _cells(a={"--tp": 1}, b={"--tp": 1})
+    fake = OneNodeRay({"tp-a.confirm-1-1": ["ok"], "tp-b.confirm-1-1": ["ok"], "tp-a.confirm-1-2": ["ok"]})
+    demands = {c.id: cell_demand(c, ClusterSection()) for c in cells}
+    launch = ray_launcher(fake, cells[0], tmp_path, demands, ray_runner._error_result, lambda ref: None)
+    for cid in ("tp-a.confirm-1-1", "tp-b.confirm-1-1", "tp-a.confirm-1-2"):
+        base = next(c for c in cells if cid.startswith(c.id))
+        assert launch(matrix, base.model_copy(update={"id": cid})).status == "ok"
+    first, *later = [options for _, options in fake.submitted]
+    assert "scheduling_strategy" not in first and first["num_gpus"] == 1.0  # what its cell asked for, anywhere
+    assert [o["scheduling_strategy"].node_id for o in later] == [node, node]  # then where the first ran
+    assert all(not o["scheduling_strategy"].soft for o in later)
