@@ -8,8 +8,9 @@ or measured figures in, a StagesPlan out; render/plan.py writes it.
 
 The statistics (analysis/sizing.py): exploration only rules cells out, the drift "worse" verdict at each task's
 margin, Holm over cells x tasks (`detectable_drop`: the smallest true drop it catches with 80% power); confirmation
-certifies "not worse" per task at alpha / tries (`confirmation_margin`: the margin a truly unchanged finalist passes
-with 80% power; each task at that full level, the tasks an intersection-union test). Every figure says where it
+certifies "not worse" per task at alpha / tries (analysis/passpower.py `pass_margin`: the margin a truly unchanged
+finalist passes with the task's share of 80% power, by simulating the calibrated test that decides it, which the t
+formula over-states; each task at that full level, the tasks an intersection-union test). Every figure says where it
 came from; one that is missing is named, never guessed.
 """
 
@@ -22,7 +23,8 @@ from pydantic import BaseModel
 
 from evalharness.analysis.confirm import confirm_tasks
 from evalharness.analysis.plan_throughput import ThroughputPlan, step_seconds
-from evalharness.analysis.sizing import confirmation_margin, confirmation_repeats, detectable_drop
+from evalharness.analysis.passpower import pass_margin, pass_repeats
+from evalharness.analysis.sizing import detectable_drop
 from evalharness.analysis.stats import paired_evidence
 from evalharness.matrix.confirm import ConfirmSection
 
@@ -53,6 +55,7 @@ class StageTask(BaseModel):
     rules_out: float | None = None  # the smallest true drop exploration's "worse" verdict catches with 80% power
     deterministic: bool = False  # the reference's repeats agreed on every document: any flip shows
     confirmed: bool = True  # the confirmation's claim covers it
+    confirm_documents: int | None = None  # confirmation's own (past exploration's)
     confirm_repeats: tuple[int, int] = (1, 1)  # (the finalist, the reference) per document, over a try's launches
     confirm_hours: float | None = None  # one try's answers to this task
     certifies: float | None = None  # the margin one try certifies "not worse" at alpha / tries with 80% power
@@ -122,8 +125,8 @@ def _certifies(row: Any, repeats: tuple[int, int], alpha: float, tries: int, tas
         return None
     if row.deterministic or row.consistency >= 1.0:
         return _deterministic_margin(row.documents, alpha / tries)
-    return confirmation_margin(row.accuracy, row.consistency, row.documents, *repeats, alpha=alpha, tries=tries,
-                               power=task_power(tasks))
+    return pass_margin(row.accuracy, row.consistency, row.documents, *repeats, alpha=alpha, tries=tries,
+                       power=task_power(tasks))
 
 
 def _rules_out(row: Any, repeats: tuple[int, int], alpha: float, cells: int, tasks: int) -> float | None:
@@ -131,6 +134,18 @@ def _rules_out(row: Any, repeats: tuple[int, int], alpha: float, cells: int, tas
         return None
     return detectable_drop(row.accuracy, row.consistency, row.documents, *repeats, row.margin, alpha=alpha,
                            power=POWER, cells=cells, tasks=tasks)
+
+
+def _confirm_documents(matrix: Mapping[str, Any], confirm: ConfirmSection, task: str,
+                       explored: int | None) -> int | None:
+    """The documents confirmation answers on `task` (a group's over its subtasks, as `explored` counts them):
+    exploration's, or confirm.documents scaled by the subtasks exploration's count holds."""
+    wanted = confirm.documents_for(task)
+    if wanted is None or explored is None:
+        return explored
+    quality = matrix.get("quality") or {}
+    limit = ((quality.get("task_settings") or {}).get(task) or {}).get("limit") or quality.get("limit")
+    return explored * wanted // limit if limit else wanted
 
 
 def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, tok_s: float | None,
@@ -164,12 +179,14 @@ def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, 
         task.explore_hours = _answers_h(row.documents, cells * rc + rr, figure, tok_s)
         task.rules_out = _rules_out(row, (rc, rr), alpha, cells, len(rows))
         if task.confirmed:
-            task.confirm_hours = _answers_h(row.documents, sum(task.confirm_repeats), figure, tok_s)
-            task.certifies = _certifies(row, task.confirm_repeats, alpha, tries, plan.confirmed_tasks)
-            if row.documents and not row.deterministic and row.consistency < 1.0:
-                task.needed = confirmation_repeats(row.accuracy, row.consistency, row.documents, row.margin,
-                                                   alpha=alpha, tries=tries, power=task_power(plan.confirmed_tasks),
-                                                   reference_share=task.confirm_repeats[1] / task.confirm_repeats[0])
+            task.confirm_documents = _confirm_documents(matrix, confirm, row.task, row.documents)
+            held = row.model_copy(update={"documents": task.confirm_documents})
+            task.confirm_hours = _answers_h(held.documents, sum(task.confirm_repeats), figure, tok_s)
+            task.certifies = _certifies(held, task.confirm_repeats, alpha, tries, plan.confirmed_tasks)
+            if held.documents and not row.deterministic and row.consistency < 1.0:
+                task.needed = pass_repeats(row.accuracy, row.consistency, held.documents, row.margin, alpha=alpha,
+                                           tries=tries, power=task_power(plan.confirmed_tasks),
+                                           reference_share=task.confirm_repeats[1] / task.confirm_repeats[0])
         plan.tasks.append(task)
     plan.batching = batching_seconds(matrix, rows, tokens, tok_s)
     _stage_hours(plan, throughput)
@@ -265,7 +282,7 @@ def _explore_cost(plan: StagesPlan, rows: Sequence[Any], throughput: ThroughputP
 def _confirm_cost(plan: StagesPlan, repeats: tuple[int, int] | None) -> float:
     """Box-hours of every try, at `repeats` on every task (None: each task's configured repeats)."""
     fixed = plan.confirmation.launches * ((plan.startup.value or 0.0) + plan.speed_repeats * (plan.point.value or 0.0))
-    answers = sum(_answers_h(t.documents, sum(repeats or t.confirm_repeats), t.tokens, plan.tok_s) or 0.0
+    answers = sum(_answers_h(t.confirm_documents, sum(repeats or t.confirm_repeats), t.tokens, plan.tok_s) or 0.0
                   for t in plan.tasks if t.confirmed)
     return fixed / 3600 + plan.tries * answers
 
@@ -299,7 +316,8 @@ def fit_budget(plan: StagesPlan, rows: Sequence[Any], throughput: ThroughputPlan
         return fit
     for row, task in zip(rows, plan.tasks):
         if task.confirmed:
-            task.budget_certifies = _certifies(row, fit.repeats, plan.alpha, plan.tries, plan.confirmed_tasks)
+            task.budget_certifies = _certifies(row.model_copy(update={"documents": task.confirm_documents}),
+                                               fit.repeats, plan.alpha, plan.tries, plan.confirmed_tasks)
     certified = [f"{t.task} ±{t.budget_certifies:.3f}" for t in plan.tasks if t.budget_certifies is not None]
     explored = "every cell" if fit.cells == plan.cells else f"the reference and {fit.cells} of {plan.cells} cells"
     fit.statement = (f"explores {explored}, confirms at {fit.repeats[0]} / {fit.repeats[1]} repeats "

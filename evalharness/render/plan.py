@@ -134,7 +134,7 @@ def confirmation_table(sp: StagesPlan) -> str:
     rows = []
     for t in sp.tasks:
         if not t.confirmed:
-            rows.append([t.task, f"±{t.margin:g}", "not confirmed", "0.0", "not in confirm.tasks", "not confirmed",
+            rows.append([t.task, f"±{t.margin:g}", "-", "not confirmed", "0.0", "not in confirm.tasks", "not confirmed",
                          *([] if sp.budget is None else ["not confirmed"])])
             continue
         budget = "" if sp.budget is None else _margin(t.budget_certifies, "nothing fits" if sp.budget.repeats is None
@@ -143,12 +143,14 @@ def confirmation_table(sp: StagesPlan) -> str:
         certifies = _margin(t.certifies, "needs documents")
         if t.certifies is not None:
             certifies += " ✓" if t.certifies <= t.margin else ""
-        rows.append([t.task, f"±{t.margin:g}", f"{t.confirm_repeats[0]} / {t.confirm_repeats[1]}",
-                     _n(t.confirm_hours, "{:,.1f}", _hours_lack(t.documents, t.tokens.value, sp.tok_s)), certifies,
+        rows.append([t.task, f"±{t.margin:g}", _n(t.confirm_documents, "{:,}", "needs documents"),
+                     f"{t.confirm_repeats[0]} / {t.confirm_repeats[1]}",
+                     _n(t.confirm_hours, "{:,.1f}", _hours_lack(t.confirm_documents, t.tokens.value, sp.tok_s)),
+                     certifies,
                      _needed(t), *([] if sp.budget is None else [budget])])
     budget = [] if sp.budget is None else [f"budget {sp.budget.hours:g} h"]
-    return markdown_table(["task", "margin", "repeats fin. / ref", "hours a try", "certifies", "for the margin",
-                           *budget], rows)
+    return markdown_table(["task", "margin", "documents", "repeats fin. / ref", "hours a try", "certifies",
+                           "for the margin", *budget], rows)
 
 
 def stages_lines(sp: StagesPlan) -> list[str]:
@@ -159,7 +161,9 @@ def stages_lines(sp: StagesPlan) -> list[str]:
              exploration_table(sp), "",
              f"Confirmation: {sp.tries} tr{'y' if sp.tries == 1 else 'ies'} x 2 x {sp.launches} launches (the "
              f"reference relaunched, then the finalist, interleaved); per task \"not worse\" at alpha / tries = "
-             f"{level:g}: the margin a truly unchanged finalist passes with 80% power (✓: within the task's margin)",
+             f"{level:g} on documents exploration did not answer: the margin a truly unchanged finalist passes with "
+             f"80% power in all (each task's share; analysis/passpower.py simulates the calibrated test that decides "
+             f"it) (✓: within the task's margin)",
              "", confirmation_table(sp), ""]
     start = sp.startup
     lines.append(f"- a launch's startup: {start.value / 60:,.1f} min, {start.source}" if start.value is not None

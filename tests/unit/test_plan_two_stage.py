@@ -70,7 +70,11 @@ def test_confirmation_certifies_not_worse_at_alpha_over_tries_with_no_family_adj
     rc, rr = confirmation_repeats(0.8, 0.5, 100, at, alpha=0.05, tries=2)
     assert (rc, rr) == (8, 8)  # the inverse: the repeats for that margin are the ones it came from
     plan = make_plan(TWO_STAGE, cells=4, tok_s=400.0, startup_min=5, answer_tokens={"a": 200, "b": 800})
-    assert plan.stages.tasks[0].certifies == pytest.approx(both)
+    # the plan states the simulated test's margin at that level and power: never below the formula's
+    from evalharness.analysis.passpower import pass_margin
+
+    assert plan.stages.tasks[0].certifies == pass_margin(0.8, 0.5, 100, 8, 8, alpha=0.05, tries=2,
+                                                         power=task_power(2)) >= both
 
 
 def test_plan_never_prints_a_question_mark(capsys):
@@ -97,7 +101,7 @@ def test_plan_sizes_a_group_from_its_subtasks(tmp_path, capsys):
     # the story's mmlu_pro: lm-eval's own group config lists 14 subjects; the matrix's limit is per subject
     assert main(["plan", "--matrix", "matrices/sm120.yaml", *SM120_FIGURES]) == 0
     out = capsys.readouterr().out
-    assert "| mmlu_pro | ±0.03 | 42 |" in out and "quality.limit 3 per subtask x 14 subtasks" in out
+    assert "| mmlu_pro | ±0.03 | 28 |" in out and "quality.limit 2 per subtask x 14 subtasks" in out
 
 
 def test_sm120_decides_within_16_box_hours(capsys):
@@ -108,7 +112,10 @@ def test_sm120_decides_within_16_box_hours(capsys):
     # at 80% power for the whole claim (each task 0.946), each task at its own confirmation repeats
     assert all(t.certifies <= 0.03 for t in confirmed.values())  # a decision at ±0.03 on every task
     assert confirmed["gsm8k"].certifies <= 0.02  # and ±0.02 where it fits
-    assert confirmed["gpqa_diamond_cot_zeroshot"].confirm_repeats == (46, 46)
+    # on its own documents past exploration's (GPQA 120 of 198, exploration 24; MMLU-Pro 8 a subject x 14)
+    assert confirmed["gpqa_diamond_cot_zeroshot"].confirm_repeats == (17, 17)
+    assert (confirmed["gpqa_diamond_cot_zeroshot"].confirm_documents, confirmed["mmlu_pro"].confirm_documents) == \
+        (120, 112)
     assert sp.hours <= 16 and sp.exploration.launches == 24 and sp.confirmation.launches == 4
     assert all(t.tokens.value is not None and not t.tokens.bound for t in confirmed.values())
     assert main(["plan", "--matrix", "matrices/sm120.yaml", *SM120_FIGURES]) == 0
@@ -134,3 +141,30 @@ def test_an_answer_length_that_is_only_max_gen_toks_says_it_is_the_budget_bound(
     # no startup stated and no run: the matrix's startup timeout, as the bound it is
     bound = make_plan(TWO_STAGE, cells=4, tok_s=400.0).stages.startup
     assert bound.bound and bound.value == 900.0 and "not a measurement" in bound.source
+
+
+def test_the_plan_sizes_confirmation_by_the_power_of_the_test_that_decides_it():
+    """Sized by Student's t, sm120's gsm8k confirmation (90 documents at 0.95, 15 repeats a side) passed an unchanged
+    finalist 0.887 of the time against the 0.946 each task needs (the calibrated test is more cautious near the
+    margin): the plan's repeats and margins come from simulating that test (analysis/passpower.py)."""
+    from evalharness.analysis.passpower import pass_margin, pass_power, pass_repeats
+
+    need = task_power(4)
+    by_t = confirmation_repeats(0.95, 0.5, 90, 0.02, power=need)
+    assert pass_power(0.95, 0.5, 90, *by_t, 0.02, 0.05) < need - 0.03  # the formula's repeats fall short
+    sized = pass_repeats(0.95, 0.5, 90, 0.02, power=need)
+    assert sized[0] > by_t[0] and pass_power(0.95, 0.5, 90, *sized, 0.02, 0.05) >= need
+    # the margin stated for given repeats is one the test reaches with that power, and the formula's is not
+    margin = pass_margin(0.95, 0.5, 90, 15, 15, power=need)
+    assert margin > confirmation_margin(0.95, 0.5, 90, 15, 15, power=need)
+    assert pass_power(0.95, 0.5, 90, 15, 15, margin, 0.05) >= need - 0.02  # 400 draws: about 1.1 points of error
+    assert pass_power(0.95, 0.5, 90, 15, 15, confirmation_margin(0.95, 0.5, 90, 15, 15, power=need), 0.05) < need - 0.03
+
+
+def test_confirmation_documents_are_priced_past_exploration(capsys):
+    matrix = {**TWO_STAGE, "confirm": {**TWO_STAGE["confirm"], "task_documents": {"a": 300}}}
+    plan = make_plan(matrix, cells=4, tok_s=400.0, startup_min=5, answer_tokens={"a": 200, "b": 200})
+    a, b = plan.stages.tasks
+    assert (a.confirm_documents, b.confirm_documents) == (300, 100)  # b: as many as exploration answered
+    assert a.confirm_hours == pytest.approx(300 * 16 * 200 / 400 / 3600)
+    assert "| a | ±0.05 | 300 | 8 / 8 |" in plan_text(plan)
