@@ -33,6 +33,13 @@ class ConfirmSection(_Strict):
                                          "finalist and reference alike, over `repeats` (a task whose answers vary "
                                          "more, or whose margin is tighter, needs more: `evalharness plan` says how "
                                          "many each task's margin needs)")
+    documents: int | None = Field(None, ge=1, description="documents of each confirmed task (per subtask of a group) "
+                                  "that confirmation answers, drawn from those exploration did not answer (the same "
+                                  "seeded order, past exploration's; back to exploration's only where a task has too "
+                                  "few); default: as many as exploration answered. More documents, like more "
+                                  "repeats, narrow the claim; only documents do where answers are greedy")
+    task_documents: dict[str, int] = Field(default_factory=dict, description="a task's own confirmation documents, "
+                                           "over `documents`")
     tasks: list[str] | None = Field(None, description="the tasks the claim covers (default: the quality section's own "
                                     "tasks; a length bucket's task counts only where listed here, else the claim "
                                     "names the lengths it holds at)")
@@ -43,9 +50,16 @@ class ConfirmSection(_Strict):
         if not quality_tasks and not measures_speed:
             raise ValueError("confirm: the second stage confirms speed and answers; the matrix measures neither "
                              "(no quality or throughput section)")
-        for key, names in (("tasks", self.tasks or []), ("task_repeats", list(self.task_repeats))):
+        for key, names in (("tasks", self.tasks or []), ("task_repeats", list(self.task_repeats)),
+                           ("task_documents", list(self.task_documents))):
             for task in names:
                 if task not in quality_tasks:
                     raise ValueError(f"confirm.{key}: {unknown_name('task', task, quality_tasks)}")
         if any(n < 1 for n in self.task_repeats.values()):
             raise ValueError("confirm.task_repeats: each task's repeats must be at least 1")
+        if any(n < 1 for n in self.task_documents.values()):
+            raise ValueError("confirm.task_documents: each task's documents must be at least 1")
+
+    def documents_for(self, task: str) -> int | None:
+        """The documents confirmation answers on `task` (per subtask); None: as many as exploration's."""
+        return self.task_documents.get(task, self.documents)

@@ -104,6 +104,8 @@ class TaskSettings(_Strict):
     """One task's own settings (quality.task_settings.<task>), over the quality section's."""
 
     limit: int | None = Field(None, gt=0, description="documents (per subtask of a group), over quality.limit")
+    skip: int | None = Field(None, ge=0, description="documents of the seeded order (per subtask) passed over before "
+                             "`limit` is taken: a held-out sample (a confirmation launch passes over exploration's)")
     repeats: int | None = Field(None, ge=1, le=1000, description="over quality.repeats")
     reference_repeats: int | None = Field(None, ge=1, le=1000, description="over quality.reference_repeats")
     looks: Looks

@@ -67,21 +67,21 @@ def _seed_langdetect() -> None:
 
 
 def document_subsets(manager, task: str, limit: int | None, seed: int, fraction: float = 1.0,
-                     first: bool = False) -> tuple[dict[str, list[int]], dict[str, int]]:
+                     first: bool = False, skip: int = 0) -> tuple[dict[str, list[int]], dict[str, int]]:
     """The documents of each leaf task to score (stratified by subtask for a group: each leaf keeps its own share).
     `limit` keeps a seeded random `limit` of them, instead of lm-eval's `limit`, which takes the first N (lm-eval
     warns it is for testing: the first 15 questions of a subject are not a sample of it); `first` keeps lm-eval's
     first N. `fraction` keeps that share of them (a screened cell's first look, analysis/sequential.py): the first
     documents of one seeded order, so a smaller share is always part of a larger one and of the whole subset. The same
-    seed gives every cell and the reference the same documents. Returns (leaf -> sorted document indices, leaf ->
-    documents in the leaf)."""
+    seed gives every cell and the reference the same documents; `skip` passes over each leaf's first documents of that
+    order (subsets.subset_indices). Returns (leaf -> sorted document indices, leaf -> documents in the leaf)."""
     from evalharness.phases.subsets import subset_indices
 
     documents, populations = {}, {}
     for name, leaf in manager.load([task])["tasks"].items():  # every leaf task, a group's subtasks included
         total = len(leaf.eval_docs)
         populations[name] = total
-        documents[name] = subset_indices(name, total, limit, seed, fraction, first)
+        documents[name] = subset_indices(name, total, limit, seed, fraction, first, skip)
     return documents, populations
 
 
@@ -208,9 +208,10 @@ def main(spec_path: str) -> int:
     documents = populations = None
     first = spec.get("subset", "random") == "first"
     fraction = float(spec.get("fraction") or 1.0)
-    if (spec.get("limit") and not first) or fraction < 1:
+    skip = int(spec.get("skip") or 0)
+    if (spec.get("limit") and not first) or fraction < 1 or skip:
         documents, populations = document_subsets(manager, spec["task"], spec.get("limit"),
-                                                  int(spec.get("subset_seed", 1234)), fraction, first)
+                                                  int(spec.get("subset_seed", 1234)), fraction, first, skip)
     gen_kwargs = {**(spec.get("gen_kwargs") or {})}
     if spec.get("max_gen_toks"):
         gen_kwargs["max_gen_toks"] = spec["max_gen_toks"]
@@ -243,7 +244,8 @@ def main(spec_path: str) -> int:
     if documents is not None:
         summary["subset"] = {"seed": None if first else int(spec.get("subset_seed", 1234)),
                              "documents": sum(len(ids) for ids in documents.values()),
-                             "of": sum(populations.values()), "fraction": fraction if fraction < 1 else None}
+                             "of": sum(populations.values()), "fraction": fraction if fraction < 1 else None,
+                             "skipped": skip or None}
     for row in rows:
         row["seed"] = model_args["seed"]
         # what the document was asked with (analysis/pairing.py): lm-eval's prompt hash, and the template switches

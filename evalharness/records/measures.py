@@ -148,6 +148,7 @@ class SubsetInfo(BaseModel):
     documents: int  # documents scored, over all leaf tasks
     of: int  # documents in the whole task
     fraction: float | None = None  # a screened cell's share of the subset (quality.screen_documents); None: all of it
+    skipped: int | None = None  # documents of the seeded order passed over first (a confirmation launch: exploration's)
 
 
 class SubtaskScore(BaseModel):

@@ -59,6 +59,8 @@ def _documents(score: TaskScore) -> str:
         return ""
     if score.subset is not None:
         kind = "first documents" if score.subset.seed is None else f"random subset, seed {score.subset.seed}"
+        if score.subset.skipped:
+            kind += f", past the {score.subset.skipped} exploration answered"
         share = f", screened: {score.subset.fraction:.0%} of them" if score.subset.fraction else ""
         return f"{score.n} of {score.subset.of} ({kind}{share})"
     return str(score.n)

@@ -41,7 +41,8 @@ def launch_share(matrix: Matrix, task: str, role: str) -> int:
 def launch_matrix(matrix: Matrix, scenario: str | None, tasks: list[str], role: str, attempt: int,
                   launch: int) -> Matrix:
     """What one confirmation launch measures: the operating point's scenario at `confirm.speed_repeats` fixed
-    repeats and the confirmed tasks at the side's share of answers a document (launch_share) on seeds of its own; no
+    repeats and the confirmed tasks at the side's share of answers a document (launch_share) on seeds of its own and
+    on documents exploration did not answer (`confirm.documents`, past exploration's in the seeded order); no
     probes, numerics check, batching or length phases (exploration measured them), no second stage."""
     confirm = matrix.confirm
     assert confirm is not None
@@ -63,7 +64,13 @@ def launch_matrix(matrix: Matrix, scenario: str | None, tasks: list[str], role: 
                        seed=matrix.quality.seed + SEED_STRIDE * attempt + 1_000 * launch)
         for task in tasks:  # the launch's share, not the task's exploration size
             share = launch_share(matrix, task, role)
-            quality["task_settings"].setdefault(task, {}).update(repeats=share, reference_repeats=share)
+            own = quality["task_settings"].setdefault(task, {})
+            own.update(repeats=share, reference_repeats=share)
+            explored = matrix.quality.settings_for(task)["limit"]  # documents exploration answered (None: all)
+            if explored:  # every launch of a try answers the same documents: past exploration's in one seeded order
+                own.update(skip=explored, limit=confirm.documents_for(task) or explored)
+            elif confirm.documents_for(task):  # exploration answered them all: no others to take
+                own.update(limit=confirm.documents_for(task))
         quality["task_settings"] = {t: v for t, v in quality["task_settings"].items() if t in tasks}
         quality["data"] = {t: v for t, v in quality["data"].items() if t in tasks}
     else:

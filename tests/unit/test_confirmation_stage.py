@@ -3,6 +3,8 @@ issue 61): what exploration hands on, a try decided on its own launches, the dec
 
 from pathlib import Path
 
+import pytest
+
 from evalharness.analysis.drift import refresh_drift
 from evalharness.analysis.pairing import merged_sides, side_of_values
 from evalharness.matrix.schema import Matrix
@@ -94,6 +96,37 @@ def test_a_launch_measures_the_operating_point_and_the_confirmed_tasks_on_seeds_
     assert launch.quality.seed == 1234 + SEED_STRIDE + 2_000  # past every seed exploration can use (1234..2233)
     assert not (launch.probes.enabled or launch.distribution.enabled or launch.batching.enabled)
     assert launch.confirm is None and launch.report.operating_point is None
+
+
+def test_a_launch_answers_documents_exploration_did_not():
+    matrix = Matrix.model_validate({
+        "name": "m", "engine": "vllm", "model": "x", "axes": {"a": {"p": {}, "q": {}}},
+        "quality": {"tasks": ["t", "u", "w"], "limit": 20, "task_settings": {"u": {"limit": 5}}},
+        "confirm": {"documents": 30, "task_documents": {"t": 50}}})
+    own = launch_matrix(matrix, None, ["t", "u", "w"], "finalist", attempt=1, launch=1).quality.task_settings
+    assert (own["t"].skip, own["t"].limit) == (20, 50) and (own["u"].skip, own["u"].limit) == (5, 30)
+    assert (own["w"].skip, own["w"].limit) == (20, 30)
+    plain = Matrix.model_validate({**matrix.model_dump(mode="json"), "confirm": {}})
+    kept = launch_matrix(plain, None, ["w"], "reference", attempt=1, launch=2).quality.task_settings["w"]
+    assert (kept.skip, kept.limit) == (20, 20)  # as many as exploration's, past them
+
+
+def test_documents_past_the_skip_are_disjoint_from_exploration_and_wrap_only_when_too_few():
+    from evalharness.phases.subsets import subset_indices
+
+    explored = subset_indices("t", 100, 20, 1234)
+    held_out = subset_indices("t", 100, 50, 1234, skip=20)
+    assert not set(explored) & set(held_out) and len(held_out) == 50
+    assert subset_indices("t", 100, 20, 1234, skip=0) == explored  # no skip: exploration's own
+    tight = subset_indices("t", 30, 20, 1234, skip=20)  # only 10 others: then exploration's, in the same order
+    assert set(subset_indices("t", 30, 10, 1234, skip=20)) < set(tight) and len(tight) == 20
+
+
+def test_confirm_documents_name_only_quality_tasks():
+    from evalharness.matrix.confirm import ConfirmSection
+
+    with pytest.raises(ValueError, match="confirm.task_documents"):
+        ConfirmSection(task_documents={"nope": 3}).check(["t"], measures_speed=False)
 
 
 def test_launches_answers_are_one_side_per_document():

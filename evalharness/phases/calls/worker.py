@@ -116,7 +116,8 @@ def main(spec_path: str) -> int:
     first = spec.get("subset", "random") == "first"
     fraction = float(spec.get("fraction") or 1.0)
     subset_seed = int(spec.get("subset_seed", 1234))
-    indices = subset_indices(task, len(cases), spec.get("limit"), subset_seed, fraction, first)
+    skip = int(spec.get("skip") or 0)
+    indices = subset_indices(task, len(cases), spec.get("limit"), subset_seed, fraction, first, skip)
     journal = out_dir / "answers.jsonl"
     answers = read_answers(journal, key="id")  # a failed attempt's answers: only the rest are sent again
     lock = threading.Lock()
@@ -143,7 +144,7 @@ def main(spec_path: str) -> int:
     subset = None
     if len(indices) < len(cases):
         subset = {"seed": None if first else subset_seed, "documents": len(indices), "of": len(cases),
-                  "fraction": fraction if fraction < 1 else None}
+                  "fraction": fraction if fraction < 1 else None, "skipped": skip or None}
     summary = summarize(task, cases[0].kind, cases[0].version, rows, len(cases), subset)
     with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as handle:
         handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
