@@ -7,11 +7,11 @@ Model, per simulated run:
   repeat in it log-normal noise `cv` around it (0.5%: a GPU; 1.5%; 8%: this CPU at one stream). Exploration measures
   each of K candidates and the reference once, `explore_repeats` repeats; confirmation launches the finalist
   `launches` times against as many fresh launches of the reference, `speed_repeats` repeats each;
-- **answers** (the accuracy half): benchmarks/recommendation.py's Beta model at sm120's tasks (gsm8k 200 documents at
-  0.95, gpqa_diamond 198 at 0.80, mmlu_pro 210 at 0.82, ifeval 200 at 0.88; consistency 0.5, margin 0.02).
-  Exploration: each cell answers once, the reference `explore_reference_repeats` times; a cell is ruled out where
-  exploration's own verdict calls it worse (Holm over every cell x task, as the drift does); confirmation: fresh
-  answers, `confirm_repeats` a side.
+- **answers** (the accuracy half): benchmarks/recommendation.py's Beta model at sm120's tasks (SM120_TASKS: accuracy
+  0.95 / 0.80 / 0.82 / 0.88, consistency 0.5, margins 0.02 / 0.03). Exploration: each cell answers its documents
+  once, the reference `explore_reference_repeats` times; a cell is ruled out where exploration's own verdict calls
+  it worse (Holm over every cell x task, as the drift does); confirmation: documents exploration did not answer,
+  fresh answers, each task's own repeats a side.
 
 Decisions are the package's: analysis/confirm.py (`finalists`, `try_level`, `launch_figure`,
 `speed_over_launches`, `not_worse`), analysis/stats.py (`paired_evidence`, `holm`). The single-stage line is
@@ -57,10 +57,11 @@ ALPHA = 0.05
 LAUNCH_SD = (0.0, 0.01, 0.02, 0.03)
 CVS = (0.005, 0.015, 0.08)
 CANDIDATES = (1, 5, 10, 23)
-# sm120's tasks: documents (exploration's sample, answered again in confirmation), accuracy (the sm120 review's),
-# gate.margin and confirm.task_repeats (±0.02 for gsm8k, ±0.03 elsewhere, at the repeats `evalharness plan` sizes)
-SM120_TASKS = (("gsm8k", 90, 0.95, 0.02, 15), ("gpqa_diamond", 42, 0.80, 0.03, 46),
-               ("mmlu_pro", 42, 0.82, 0.03, 44), ("ifeval", 42, 0.88, 0.03, 31))
+# sm120's tasks: exploration's documents, accuracy (the sm120 review's), gate.margin, confirm.task_documents (its own
+# documents, past exploration's) and confirm.task_repeats (±0.02 for gsm8k, ±0.03 elsewhere, at the documents and
+# repeats `evalharness plan` sizes by simulating the calibrated test, analysis/passpower.py)
+SM120_TASKS = (("gsm8k", 48, 0.95, 0.02, 150, 11), ("gpqa_diamond", 24, 0.80, 0.03, 120, 17),
+               ("mmlu_pro", 28, 0.82, 0.03, 112, 19), ("ifeval", 24, 0.88, 0.03, 120, 12))
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,8 @@ def _tasks(explore_reference: int) -> list[TaskSpec]:
                      reference_repeats=explore_reference) for name, docs, acc, *_ in SM120_TASKS]
 
 
-MARGINS = [margin for *_, margin, _ in SM120_TASKS]
+MARGINS = [margin for *_, margin, _, _ in SM120_TASKS]
+CONFIRM_DOCUMENTS = [documents for *_, documents, _ in SM120_TASKS]
 CONFIRM_REPEATS = [repeats for *_, repeats in SM120_TASKS]
 
 
@@ -200,8 +202,10 @@ def accuracy_run(rng: np.random.Generator, design: Design, regime: Regime, speed
         claims = []
         for j, task in enumerate(tasks):
             repeats = CONFIRM_REPEATS[j] if design.confirm_repeats == 0 else design.confirm_repeats
-            ref = _answers(rng, probabilities[j], repeats)
-            cell = _answers(rng, cell_probabilities(probabilities[j], task.accuracy, drops[k, j]), repeats)
+            held_out = TaskSpec(task.name, docs=CONFIRM_DOCUMENTS[j], accuracy=task.accuracy,
+                                consistency=task.consistency).draw_p(rng, 1)[0]  # documents exploration did not use
+            ref = _answers(rng, held_out, repeats)
+            cell = _answers(rng, cell_probabilities(held_out, task.accuracy, drops[k, j]), repeats)
             claims.append(not_worse(task.name, paired_evidence(ref, cell), MARGINS[j], level))
         if speed.verdict.faster and all(c.not_worse for c in claims):
             return k
