@@ -111,7 +111,7 @@ def pass_repeats(accuracy: float, consistency: float, docs: int, margin: float, 
     low = start[0]
     if reached(low):
         return pair(low)
-    high = low
+    high = math.ceil(low * 1.25)
     while not reached(high):  # grow by a quarter at a time, then bisect between the last miss and the first hit
         low, high = high, math.ceil(high * 1.25)
         if high > MOST_REPEATS:

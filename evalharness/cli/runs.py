@@ -102,7 +102,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     out_dir = Path(args.out)
     if matrix.quality is not None:
-        plan = _plan(matrix, len(cells), out_dir if (out_dir / "results.json").exists() else None)
+        try:  # the same plan `evalharness plan` prints, a group sized from its subtasks
+            plan = _plan(matrix, len(cells), out_dir if (out_dir / "results.json").exists() else None,
+                         groups=_groups(matrix))
+        except ValueError as exc:
+            return fail(f"{args.matrix}: {exc}")
         print(plan_text(plan), end="")
         if plan.over_budget() and not args.over_budget:
             return fail(f"{args.matrix}: quality.budget_hours {plan.budget_hours:g} cannot reach the margins: the "

@@ -77,8 +77,13 @@ def test_confirmation_certifies_not_worse_at_alpha_over_tries_with_no_family_adj
                                                          power=task_power(2)) >= both
 
 
-def test_plan_never_prints_a_question_mark(capsys):
-    # with no figures at all (no run, no tok/s, no lengths), every column says what it lacks
+def test_plan_never_prints_a_question_mark(capsys, monkeypatch):
+    # with no figures at all (no run, no tok/s, no lengths), every column says what it lacks; the text is what is
+    # tested here, so the t formula stands in for the simulated power (34 s at the default accuracies)
+    import evalharness.analysis.plan_stages as stages
+
+    monkeypatch.setattr(stages, "pass_margin", confirmation_margin)
+    monkeypatch.setattr(stages, "pass_repeats", lambda *a, **k: confirmation_repeats(*a, **k))
     assert main(["plan", "--matrix", "matrices/sm120.yaml", "--budget-hours", "8"]) == 0
     bare = capsys.readouterr().out
     assert "?" not in bare and "needs tok/s" in bare and "budget bound" in bare and "needs --from" in bare
@@ -161,10 +166,34 @@ def test_the_plan_sizes_confirmation_by_the_power_of_the_test_that_decides_it():
     assert pass_power(0.95, 0.5, 90, 15, 15, confirmation_margin(0.95, 0.5, 90, 15, 15, power=need), 0.05) < need - 0.03
 
 
-def test_confirmation_documents_are_priced_past_exploration(capsys):
+def test_confirmation_documents_are_priced_past_exploration(monkeypatch):
+    import evalharness.analysis.plan_stages as stages
+
+    monkeypatch.setattr(stages, "pass_margin", confirmation_margin)  # the hours are tested here, not the margins
+    monkeypatch.setattr(stages, "pass_repeats", lambda *a, **k: confirmation_repeats(*a, **k))
     matrix = {**TWO_STAGE, "confirm": {**TWO_STAGE["confirm"], "task_documents": {"a": 300}}}
     plan = make_plan(matrix, cells=4, tok_s=400.0, startup_min=5, answer_tokens={"a": 200, "b": 200})
     a, b = plan.stages.tasks
     assert (a.confirm_documents, b.confirm_documents) == (300, 100)  # b: as many as exploration answered
     assert a.confirm_hours == pytest.approx(300 * 16 * 200 / 400 / 3600)
     assert "| a | ±0.05 | 300 | 8 / 8 |" in plan_text(plan)
+
+
+def test_run_prints_the_two_stage_plan_first(capsys, monkeypatch):
+    """`run` opens with the plan `plan` prints (issue 61, 4), a group sized from its subtasks, before any launch."""
+    import evalharness.runner.run as runner
+
+    def no_launch(*args, **kwargs):
+        raise runner.RunError("stopped before any launch")
+
+    monkeypatch.setattr(runner, "execute", no_launch)
+    # the figures are test_sm120_decides_within_16_box_hours'; here only what `run` prints and when: the t formula
+    # stands in for the simulation (34 s at run's default accuracies)
+    import evalharness.analysis.plan_stages as stages
+
+    monkeypatch.setattr(stages, "pass_margin", confirmation_margin)
+    monkeypatch.setattr(stages, "pass_repeats", lambda *a, **k: confirmation_repeats(*a, **k))
+    assert main(["run", "--matrix", "matrices/sm120.yaml", "--out", "/nonexistent/out"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("plan: sm120-qwen3.5-397b-nvfp4: two stages: explore every cell, then confirm")
+    assert "| mmlu_pro | ±0.03 | 28 |" in out and "| mmlu_pro | ±0.03 | 112 | 19 / 19 |" in out
