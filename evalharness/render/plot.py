@@ -10,6 +10,7 @@ from evalharness.analysis.goodput import slo_words
 from evalharness.analysis.operating import CurvePoint
 from evalharness.analysis.pareto import chosen_point, curves, pareto
 from evalharness.records.run import RunResult
+from evalharness.render.names import short_names
 from evalharness.render.throughput import kept_range
 
 
@@ -38,8 +39,10 @@ def write_plot(run: RunResult, path: Path) -> bool:
     ax.scatter([p.throughput for p in others], [p.drift for p in others], color="#999999", label="dominated")
     ax.scatter([p.throughput for p in front], [p.drift for p in front], color="#d62728", label="Pareto front", zorder=3)
     ax.plot([p.throughput for p in front], [p.drift for p in front], color="#d62728", linewidth=1)
+    names = short_names(run)  # the names report.md uses (its key table maps them to ids)
     for rank, p in enumerate(sorted(points, key=lambda p: p.throughput)):
-        label = p.cell + (" (reference)" if p.cell == run.reference else "")
+        label = names.get(p.cell, p.cell)
+        label += " (reference)" if p.cell == run.reference and label != "reference" else ""
         # cells of similar speed and drift would print their labels over each other: stagger them
         ax.annotate(label, (p.throughput, p.drift), textcoords="offset points", xytext=(5, 5 + 11 * (rank % 3)),
                     fontsize=7)
@@ -109,10 +112,13 @@ def write_curves_plot(run: RunResult, path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
     others = iter(_COLOURS * (1 + len(drawn) // len(_COLOURS)))
     slo = False
+    names = short_names(run)
     for rank, (curve, points) in enumerate(drawn):
         colour = "#000000" if curve.reference else next(others)
         xs, ys = [p.per_user for p in points], [p.tok_s_per_gpu for p in points]
-        label = curve.cell + (" (reference)" if curve.reference else "") + (f", {curve.gpus} GPUs" if curve.gpus > 1 else "")
+        label = names.get(curve.cell, curve.cell)
+        label += (" (reference)" if curve.reference and label != "reference" else "") + \
+            (f", {curve.gpus} GPUs" if curve.gpus > 1 else "")
         ax.plot(xs, ys, color=colour, linewidth=2.6 if curve.reference else 1.4, zorder=3 if curve.reference else 2,
                 label=label)
         for p in points:

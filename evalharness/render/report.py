@@ -20,6 +20,7 @@ from evalharness.render.calls import calls_section
 from evalharness.render.engines import engines_section
 from evalharness.render.load import figure_text, load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
+from evalharness.render.names import key_table, named, short_names
 from evalharness.render.numerics import kl_text, numerics_section
 from evalharness.render.probes import garbage_section, probe_budget_lines
 from evalharness.render.quality import quality_section
@@ -52,6 +53,7 @@ def render_markdown(run: RunResult) -> str:
     )
     if mixed_caveat(run):
         parts += ["", mixed_caveat(run)]
+    names = short_names(run)
     parts += ["", *recommendation_lines(run), *confirmation_section(run), *pareto_section(run), *load_section(run),
               "## Cells", ""]
     tasks = _task_names(run)
@@ -97,7 +99,8 @@ def render_markdown(run: RunResult) -> str:
     parts += nodes_section(run)
     for note in run.notes:
         parts += [f"> {md_text(note, 1000)}", ""]
-    return "\n".join(parts).rstrip() + "\n"
+    text = named("\n".join(parts).rstrip() + "\n", names)
+    return _after_first_table(text, key_table(run, names))
 
 
 def vs_reference_text(run: RunResult, cid: str) -> str:
@@ -224,7 +227,20 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
     bad = [c for c in run.cells.values() if c.status != "ok"]
     for cell in bad[:limit]:
         lines.append(f"- `{cell.id}` **{cell.status}**: {md_text(cell.reason or '', 160)}")
-    return "\n".join(lines).rstrip() + "\n"
+    names = short_names(run)
+    return named("\n".join([*lines, "", *key_table(run, names)]).rstrip() + "\n", names)
+
+
+def _after_first_table(text: str, block: list[str]) -> str:
+    """`block` inserted after the report's first table (where a reader first meets the names), else at the end."""
+    if not block:
+        return text
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        return text.rstrip() + "\n\n" + "\n".join(block).rstrip() + "\n"
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join([*lines[:end], "", *block, *lines[end:]])
 
 
 def _differences_section(run: RunResult) -> list[str]:

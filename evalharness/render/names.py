@@ -1,0 +1,82 @@
+"""The names a reader sees for cells (issue 58, 3): a cell by what differs from the reference (`compile=compiled`,
+`dtype=bfloat16 + fault=bad_rope`), the reference as "reference", and one key table from those names back to the
+ids that results.json and the run folder keep. Ids of at most SHORT characters (a matrix's own `cells:` names, most
+tests') are shown as they are: a name is only worth a key where the id is too long to read.
+
+Pure: reads records (records/run.py) only; every renderer that writes cell ids into Markdown goes through `named`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from evalharness.records.run import RunResult
+from evalharness.render.markdown import markdown_table, md_text
+
+SHORT = 30  # characters: an id this long or shorter is its own name
+
+
+def short_names(run: RunResult) -> dict[str, str]:
+    """{cell id: the name shown} for every cell of the run whose id is longer than SHORT: the axes whose value
+    differs from the reference's, `axis=value` joined by ' + ' in the matrix's axis order; the reference 'reference'.
+    A cell whose axes do not tell it apart (the same values as another, or as the reference) keeps its id."""
+    reference = run.cells.get(run.reference)
+    base = reference.axes if reference is not None else {}
+    names: dict[str, str] = {}
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if len(cid) <= SHORT or cell is None:
+            continue
+        if cid == run.reference:
+            names[cid] = "reference"
+            continue
+        differs = [f"{axis}={value}" for axis, value in cell.axes.items() if base.get(axis) != value]
+        names[cid] = " + ".join(differs) if differs else cid
+    taken: dict[str, list[str]] = {}
+    for cid, name in names.items():
+        taken.setdefault(name, []).append(cid)
+    clash = {cid for ids in taken.values() if len(ids) > 1 for cid in ids}
+    return {cid: (cid if cid in clash else name) for cid, name in names.items()}
+
+
+def named(text: str, names: dict[str, str]) -> str:
+    """`text` (Markdown) with every cell id written as code (`` `id` ``, or a confirmation launch's `` `id.confirm-1-2` ``)
+    shown by its name. Model output never matches: md_text escapes its backticks."""
+    if not names:
+        return text
+    ids = sorted(names, key=len, reverse=True)  # an id that is a prefix of another's is tried after it
+    pattern = re.compile("`(" + "|".join(re.escape(cid) for cid in ids) + r")((?:\.[\w-]+)?)`")
+    return pattern.sub(lambda m: f"`{names[m.group(1)]}{m.group(2)}`", text)
+
+
+def key_table(run: RunResult, names: dict[str, str]) -> list[str]:
+    """The one place ids and names meet: each renamed cell's name, its id (its folder under cells/) and its launch
+    flags that differ from the reference's."""
+    if not names:
+        return []
+    reference = run.cells.get(run.reference)
+    rows = []
+    for cid in run.cell_order:
+        if cid not in names:
+            continue
+        cell = run.cells[cid]
+        flags = "" if reference is None else _flags(cell.args, reference.args)
+        rows.append([md_text(names[cid]), md_text(cid), md_text(flags or ("the reference's own" if cid ==
+                                                                            run.reference else "none"), 300)])
+    return ["Cell names (what differs from the reference; the id names the cell's folder under `cells/`):", "",
+            markdown_table(["name", "id", "launch flags vs the reference"], rows), ""]
+
+
+def _off(value) -> bool:
+    return value is False or value is None  # a flag switched off (0 is a value, not "off")
+
+
+def _flags(args: dict, reference: dict) -> str:
+    """The cell's flags against the reference's: '+ --flag value' added or changed, '- --flag' switched off."""
+    def shown(flag: str, value) -> str:
+        return flag if value is True else f"{flag} {json.dumps(value) if isinstance(value, (dict, list)) else value}"
+
+    added = [shown(flag, value) for flag, value in args.items() if reference.get(flag) != value and not _off(value)]
+    removed = [flag for flag, value in reference.items() if not _off(value) and _off(args.get(flag))]
+    return "; ".join([*(f"+ {a}" for a in added), *(f"- {r}" for r in removed)])

@@ -1,0 +1,67 @@
+"""Short cell names in report.md and summary.md (issue 58, 3): a cell shown by what differs from the reference, one key
+table back to the ids and their flags, ids kept on disk and in results.json."""
+
+import re
+
+from evalharness.render.names import SHORT, named, short_names
+from evalharness.render.report import render_markdown, summary_markdown
+from tests.unit.test_equivalence import _run_with, _scores
+
+SAME = [1.0] * 30 + [0.0] * 10
+AXES = {"dtype-float32.spec-off.compile-eager.fault-none": ({"dtype": "float32", "spec": "off", "compile": "eager",
+                                                              "fault": "none"}, {"--dtype": "float32",
+                                                                                 "--enforce-eager": True}),
+        "dtype-float32.spec-off.compile-compiled.fault-none": ({"dtype": "float32", "spec": "off",
+                                                                "compile": "compiled", "fault": "none"},
+                                                               {"--dtype": "float32", "--enforce-eager": False}),
+        "dtype-bfloat16.spec-off.compile-eager.fault-bad_rope": ({"dtype": "bfloat16", "spec": "off",
+                                                                  "compile": "eager", "fault": "bad_rope"},
+                                                                 {"--dtype": "bfloat16", "--enforce-eager": True,
+                                                                  "--hf-overrides": {"rope_theta": 10.0}})}
+
+
+def _demo_like(tmp_path):
+    run = _run_with(tmp_path, {cid: _scores(tmp_path, cid, {"t": SAME}) for cid in AXES},
+                    tok_s={cid: rate for cid, rate in zip(AXES, (10.0, 13.0, 11.0))})
+    for cid, (axes, args) in AXES.items():
+        run.cells[cid].axes, run.cells[cid].args = axes, args
+    run.cells["dtype-bfloat16.spec-off.compile-eager.fault-bad_rope"].status = "garbage"
+    return run
+
+
+def test_long_ids_are_shown_by_what_differs_and_the_key_table_maps_them_back(tmp_path):
+    run = _demo_like(tmp_path)
+    names = short_names(run)
+    assert list(names.values()) == ["reference", "compile=compiled", "dtype=bfloat16 + fault=bad_rope"]
+    for text in (render_markdown(run), summary_markdown(run)):
+        key = text[text.index("Cell names"):]
+        end = key.find("\n\n", key.index("| name"))
+        key = key if end < 0 else key[:end]
+        outside = text.replace(key, "")
+        assert not [m for m in re.findall(r"`([^`]+)`", outside) if m in AXES]  # no id as a cell's name
+        assert "| compile=compiled | dtype-float32.spec-off.compile-compiled.fault-none | - --enforce-eager |" in key
+        assert "+ --dtype bfloat16; + --hf-overrides" in key
+        assert "`dtype=bfloat16 + fault=bad_rope`" in outside
+
+
+def test_ids_a_reader_can_read_stay_and_ambiguous_names_keep_their_ids(tmp_path):
+    run = _run_with(tmp_path, {"ref": _scores(tmp_path, "ref", {"t": SAME}),
+                               "fast": _scores(tmp_path, "fast", {"t": SAME})})
+    assert short_names(run) == {} and "Cell names" not in render_markdown(run) and "`fast`" in render_markdown(run)
+    twin = _demo_like(tmp_path)
+    same_axes = twin.cells["dtype-float32.spec-off.compile-compiled.fault-none"].axes
+    twin.cells["dtype-bfloat16.spec-off.compile-eager.fault-bad_rope"].axes = dict(same_axes)
+    names = short_names(twin)
+    assert names["dtype-float32.spec-off.compile-compiled.fault-none"] == \
+        "dtype-float32.spec-off.compile-compiled.fault-none"  # two cells one name: the ids say which is which
+    assert all(len(cid) > SHORT for cid in names)
+
+
+def test_a_launch_of_a_cell_is_named_after_it_and_model_output_is_never_renamed():
+    names = {"dtype-float32.spec-off.compile-compiled.fault-none": "compile=compiled"}
+    text = ("`dtype-float32.spec-off.compile-compiled.fault-none.confirm-1-2` and "
+            "\\`dtype-float32.spec-off.compile-compiled.fault-none\\` and cells/dtype-float32.spec-off.compile-"
+            "compiled.fault-none/server.log")
+    out = named(text, names)
+    assert out.startswith("`compile=compiled.confirm-1-2` and \\`dtype-float32")  # escaped model text stays
+    assert out.endswith("cells/dtype-float32.spec-off.compile-compiled.fault-none/server.log")  # paths stay real
