@@ -61,7 +61,7 @@ def key_table(run: RunResult, names: dict[str, str]) -> list[str]:
         if cid not in names:
             continue
         cell = run.cells[cid]
-        flags = "" if reference is None else _flags(cell.args, reference.args)
+        flags = "" if reference is None else flag_changes(cell.args, reference.args)
         rows.append([md_text(names[cid]), md_text(cid), md_text(flags or ("the reference's own" if cid ==
                                                                             run.reference else "none"), 300)])
     return ["Cell names (what differs from the reference; the id names the cell's folder under `cells/`):", "",
@@ -72,11 +72,14 @@ def _off(value) -> bool:
     return value is False or value is None  # a flag switched off (0 is a value, not "off")
 
 
-def _flags(args: dict, reference: dict) -> str:
-    """The cell's flags against the reference's: '+ --flag value' added or changed, '- --flag' switched off."""
+def flag_changes(args: dict, reference: dict, words: bool = False) -> str:
+    """The cell's flags against the reference's: '+ --flag value' added or changed, '- --flag' switched off (with
+    `words`: 'with --flag value, without --flag', for a sentence)."""
     def shown(flag: str, value) -> str:
         return flag if value is True else f"{flag} {json.dumps(value) if isinstance(value, (dict, list)) else value}"
 
     added = [shown(flag, value) for flag, value in args.items() if reference.get(flag) != value and not _off(value)]
     removed = [flag for flag, value in reference.items() if not _off(value) and _off(args.get(flag))]
+    if words:
+        return ", ".join([*(f"with {a}" for a in added), *(f"without {r}" for r in removed)])
     return "; ".join([*(f"+ {a}" for a in added), *(f"- {r}" for r in removed)])

@@ -21,6 +21,7 @@ from evalharness.render.engines import engines_section
 from evalharness.render.load import figure_text, load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.names import key_table, named, short_names
+from evalharness.render.verdict import verdict_box
 from evalharness.render.numerics import kl_text, numerics_section
 from evalharness.render.probes import garbage_section, probe_budget_lines
 from evalharness.render.quality import quality_section
@@ -54,7 +55,7 @@ def render_markdown(run: RunResult) -> str:
     if mixed_caveat(run):
         parts += ["", mixed_caveat(run)]
     names = short_names(run)
-    parts += ["", *recommendation_lines(run), *confirmation_section(run), *pareto_section(run), *load_section(run),
+    parts += ["", *verdict_box(run), *recommendation_lines(run), *confirmation_section(run), *pareto_section(run), *load_section(run),
               "## Cells", ""]
     tasks = _task_names(run)
     rows = []
@@ -216,6 +217,7 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
     lines.append(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; measured on "
                  f"{md_text(measured_on(run))}")
     lines.append("")
+    lines += verdict_box(run)
     lines += recommendation_lines(run)
     if points:
         rows = []

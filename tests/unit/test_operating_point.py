@@ -47,8 +47,14 @@ def test_a_cell_faster_at_one_and_slower_at_eight_is_judged_at_the_operating_poi
     assert vs_reference(at_eight, "spec").outcome == "slower"
     assert {p.cell for p in pareto(at_eight).points if p.on_front} == {"ref"}
     one, eight = render_markdown(at_one), render_markdown(at_eight)
-    assert one.splitlines()[4].startswith("at p90 TPOT ≤ 90 ms, concurrency 1: **Recommendation: `spec`**")
-    assert eight.splitlines()[4].startswith("at p90 TPOT ≤ 90 ms, concurrency 8: **No recommendation**")
+    # the verdict box first, then the full statement
+    assert one.splitlines()[4].startswith("> **Ship `spec`**: 1.50x (at least ")
+    assert "goodput tok/s at p90 TPOT ≤ 90 ms, concurrency 1." in one.splitlines()[4]
+    assert eight.splitlines()[4].startswith("> **No recommendation: keep the reference.**")
+    assert next(line for line in one.splitlines() if line.startswith("at p90")).startswith(
+        "at p90 TPOT ≤ 90 ms, concurrency 1: **Recommendation: `spec`**")
+    assert next(line for line in eight.splitlines() if line.startswith("at p90")).startswith(
+        "at p90 TPOT ≤ 90 ms, concurrency 8: **No recommendation**")
     # both reports say it turns, with the loads between which it does
     for text in (one, eight):
         assert "`spec` wins at one load and loses at another: faster at c=1" in text

@@ -1,0 +1,165 @@
+"""The verdict box (issue 58, 2): the first lines of report.md and summary.md, at most five, each short. The pick
+and what it changes against the reference, with its speed-up and lower bound at the operating point (at most 40
+words); its answers against the margin with documents and answers a document; the runner-up and what held it back;
+the run's health. The full statements (levels, Holm, envelopes) follow below it, unchanged.
+
+Reads the decisions already made: the recommendation (analysis/recommend.py, as render/recommend.py shows it in
+full), a two-stage run's confirmation record (records/run.py, decided by analysis/confirmation.py), the drift and
+speed verdicts in the records. Decides nothing; imports records, render/names.py and those two analysis readers.
+"""
+
+from __future__ import annotations
+
+from evalharness.analysis.equivalence import envelope_task
+from evalharness.analysis.pareto import vs_reference
+from evalharness.analysis.recommend import recommend
+from evalharness.records.run import CellResult, RunResult
+from evalharness.render.markdown import md_text
+from evalharness.render.names import flag_changes, short_names
+
+MOST_LINES = 5
+
+
+def _name(names: dict[str, str], cid: str) -> str:
+    return f"`{names.get(cid, cid)}`"
+
+
+def _changes(run: RunResult, cid: str) -> str:
+    cell, reference = run.cells.get(cid), run.cells.get(run.reference)
+    if cell is None or reference is None:
+        return ""
+    said = flag_changes(cell.args, reference.args, words=True)
+    return f" ({md_text(said, 120)})" if said else ""
+
+
+def _margins(margins: list[float]) -> str:
+    low, high = min(margins), max(margins)
+    return f"±{low:g}" if low == high else f"±{low:g} to ±{high:g}"
+
+
+def _documents(counts: list[int]) -> str:
+    low, high = min(counts), max(counts)
+    return f"{low} documents" + (" each" if len(counts) > 1 else "") if low == high else f"{low}-{high} documents"
+
+
+def _answers_line(cell: CellResult) -> str:
+    """The pick's answers as the drift tested them: its verdict on the matrix's tasks (margins, documents, answers a
+    document), and the length buckets measured beside them in a word."""
+    drift = cell.drift
+    compared = [t for t in (drift.tasks if drift else []) if t.comparable and t.margin is not None]
+    tasks = [t for t in compared if not envelope_task(t.task)]
+    if not tasks:
+        return "Answers: not compared with the reference (no quality task)."
+    ref_repeats, cell_repeats = tasks[0].repeats
+    worst = max((-t.ci_low for t in tasks if t.ci_low is not None), default=None)
+    bound = f"; largest drop at most {worst:.3f}" if worst is not None else ""
+    outcomes = {t.outcome for t in tasks}
+    verdict = "worse than" if "worse" in outcomes else "equivalent to" if outcomes == {"equivalent"} else \
+        "not shown equivalent to"
+    lengths = [t for t in compared if envelope_task(t.task)]
+    beside = "" if not lengths else "; lengths: " + (
+        "equivalent" if all(t.outcome == "equivalent" for t in lengths) else "not shown equivalent at every one")
+    return (f"Answers: {verdict} the reference within {_margins([t.margin for t in tasks])} on {len(tasks)} "
+            f"task{'s' if len(tasks) != 1 else ''} ({_documents([t.paired for t in tasks])}, {cell_repeats} / "
+            f"{ref_repeats} answers a document{bound}){beside}.")
+
+
+def _why_not(cell: CellResult) -> str:
+    """A faster cell's accuracy in a few words: the matrix's task that held it back (a length bucket only where none
+    did) and its drop's bound against the margin."""
+    drift = cell.drift
+    if drift is None:
+        return "its answers were not compared"
+    held = [t for t in drift.tasks if t.outcome in ("worse", "inconclusive") and t.margin is not None]
+    if not held:
+        return f"accuracy {drift.outcome or 'not decided'}"
+    worst = max(held, key=lambda t: (not envelope_task(t.task), t.outcome == "worse", -(t.ci_low or 0.0)))
+    drop = -worst.ci_low if worst.ci_low is not None else None
+    bound = f": drop up to {drop:.3f} against ±{worst.margin:g}" if drop is not None else ""
+    return f"{worst.outcome} on {md_text(worst.task)}{bound}"
+
+
+def _runner_up(run: RunResult, names: dict[str, str], pick: str | None) -> str:
+    """The fastest other cell credibly faster than the reference, and what held it back."""
+    faster = []
+    for cid in run.cell_order:
+        verdict = vs_reference(run, cid) if cid not in (run.reference, pick) and cid in run.cells else None
+        if verdict is not None and verdict.faster:
+            faster.append((verdict.ratio, cid))
+    if not faster:
+        return ""
+    ratio, cid = max(faster)
+    return f"Runner-up: {_name(names, cid)}, {ratio:.2f}x, held back: {_why_not(run.cells[cid])}."
+
+
+def _health(run: RunResult) -> str:
+    failed = sum(t.failed for c in run.cells.values() for t in c.requests.values())
+    requests = sum(t.requests for c in run.cells.values() for t in c.requests.values())
+    set_aside = sum(len(s.disturbed_repeats()) for c in run.cells.values() for s in c.throughput)
+    aside = f"; {set_aside} repeat{'s' if set_aside != 1 else ''} set aside (host busy)" if set_aside else ""
+    asked = f"; {failed} of {requests:,} requests failed" if requests else ""
+    return f"Run: {len(run.cells)}/{len(run.cell_order)} cells ({run.status_summary() or 'none finished'}){asked}{aside}."
+
+
+def _short_point(point: str) -> str:
+    """'at p90 TTFT ≤ 1000 ms and p90 TPOT ≤ 100 ms, concurrency 4 (where ...)' without its parenthesis."""
+    return point.split(" (", 1)[0].strip()
+
+
+def _confirmed_box(run: RunResult, names: dict[str, str]) -> list[str]:
+    record = run.confirmation
+    assert record is not None
+    shipped = next((t for t in record.tries if t.verdict and t.verdict.confirmed), None)
+    if shipped is None:
+        done = [t for t in record.tries if t.verdict is not None]
+        if not record.complete:
+            first = "**Not decided yet**: the confirmation has not finished (`run --resume` finishes it)."
+        else:
+            first = "**No recommendation: keep the reference.** " + (
+                "No finalist was confirmed." if done else "Exploration found no cell to confirm.")
+        lines = [first]
+        lines += [f"Tried {_name(names, t.finalist)}: {md_text(t.verdict.why_not, 200)}." for t in done[:2]]
+        return lines
+    verdict = shipped.verdict
+    assert verdict is not None
+    low = f" (at least {verdict.low:.2f}x)" if verdict.low is not None else ""
+    at = f" at `{shipped.scenario}`" if shipped.scenario else ""
+    first = (f"**Ship {_name(names, shipped.finalist)}**{_changes(run, shipped.finalist)}: "
+             f"{verdict.ratio:.2f}x{low} the reference's speed{at}, confirmed on "
+             f"{verdict.launches[0]} fresh launches against {verdict.launches[1]}.")
+    tasks = verdict.tasks
+    answers = "Answers: no task confirmed." if not tasks else (
+        f"Answers: not worse than the reference by {_margins([t.margin for t in tasks])} on {len(tasks)} "
+        f"task{'s' if len(tasks) != 1 else ''} ({_documents([t.documents for t in tasks])} of confirmation's "
+        f"own; largest drop at most {max(t.upper for t in tasks if t.upper is not None):.3f}).")
+    lines = [first, answers]
+    before = [t for t in record.tries if t is not shipped and t.verdict is not None]
+    if before:
+        lines.append(f"Tried first: {_name(names, before[0].finalist)}: {md_text(before[0].verdict.why_not, 160)}.")
+    return lines
+
+
+def verdict_box(run: RunResult) -> list[str]:
+    """At most MOST_LINES lines, as a Markdown quote block, then a blank line; [] where nothing was compared."""
+    if run.reference not in run.cells or len(run.cells) < 2:
+        return []
+    names = short_names(run)
+    if run.confirmation is not None:
+        lines = _confirmed_box(run, names)
+        pick = next((t.finalist for t in run.confirmation.tries if t.verdict and t.verdict.confirmed), None)
+    else:
+        rec = recommend(run)
+        pick = rec.cell
+        if pick is not None:
+            low = f" (at least {rec.low:.2f}x)" if rec.low is not None else ""
+            ratio = f"{rec.ratio:.2f}x" if rec.ratio is not None else "faster than"
+            lines = [f"**Ship {_name(names, pick)}**{_changes(run, pick)}: {ratio}{low} the reference's "
+                     f"{md_text(rec.unit)} {md_text(_short_point(rec.point)) or 'at the measured load'}.",
+                     _answers_line(run.cells[pick])]
+        else:
+            lines = [f"**No recommendation: keep the reference.** {md_text(rec.why_none or '', 200).rstrip('.')}."]
+    runner = _runner_up(run, names, pick)
+    lines += [runner] if runner else []
+    lines.append(_health(run))
+    return [f"> {line}" + ("  " if i < len(lines[:MOST_LINES]) - 1 else "")
+            for i, line in enumerate(lines[:MOST_LINES])] + [""]

@@ -1,0 +1,69 @@
+"""The verdict box (issue 58, 2): report.md and summary.md open with at most five short lines: the pick and what it
+changes, its speed-up with the lower bound; its answers against the margin with documents and answers a document; the
+runner-up and what held it back; the run's health."""
+
+import re
+
+from evalharness.analysis.drift import refresh_drift
+from evalharness.render.report import render_markdown, summary_markdown
+from evalharness.render.verdict import verdict_box
+from tests.unit.test_confirmation_stage import _explored, _launches
+from tests.unit.test_equivalence import _run_with, _scores
+
+SAME = [1.0] * 150 + [0.0] * 50
+SHAKY = [0.0] * 30 + [1.0] * 120 + [0.0] * 20 + [1.0] * 30  # 30 lost and 30 gained of 200: not shown equivalent
+
+
+def _words(line: str) -> int:
+    return len(re.sub(r"[*`>]", " ", line).split())
+
+
+def _three(tmp_path):
+    cells = {"ref": _scores(tmp_path, "ref", {"t": SAME}), "fast": _scores(tmp_path, "fast", {"t": SAME}),
+             "faster": _scores(tmp_path, "faster", {"t": SHAKY})}
+    run = _run_with(tmp_path, cells, gate={"margin": 0.05}, tok_s={"ref": 10.0, "fast": 13.0, "faster": 16.0})
+    run.cells["ref"].args = {"--dtype": "float32", "--enforce-eager": True}
+    run.cells["fast"].args = {"--dtype": "float32", "--enforce-eager": False}
+    run.cells["faster"].args = {"--dtype": "bfloat16", "--enforce-eager": True}
+    refresh_drift(run, tmp_path)
+    return run
+
+
+def test_the_report_opens_with_five_short_lines_the_pick_first(tmp_path):
+    run = _three(tmp_path)
+    box = [line for line in verdict_box(run) if line]
+    assert 1 <= len(box) <= 5 and all(line.startswith("> ") for line in box)
+    first = box[0]
+    assert first.startswith("> **Ship `fast`** (without --enforce-eager): 1.30x (at least ") and _words(first) <= 40
+    assert box[1].startswith("> Answers: equivalent to the reference within ±0.05 on 1 task (200 documents, 1 / 1 "
+                             "answers a document; largest drop at most ")
+    assert box[2].startswith("> Runner-up: `faster`, 1.60x, held back: inconclusive on t: drop up to ")
+    assert box[3] == "> Run: 3/3 cells (3 ok)."  # no request tallied: nothing said of failures
+    for page in (render_markdown(run), summary_markdown(run)):
+        quoted = [line for line in page.splitlines() if line.startswith("> ")]
+        assert quoted[:len(box)] == box
+        assert page.index("> **Ship") < page.index("|")  # before any table
+
+
+def test_no_pick_says_keep_the_reference_and_why(tmp_path):
+    cells = {"ref": _scores(tmp_path, "ref", {"t": SAME}), "faster": _scores(tmp_path, "faster", {"t": SHAKY})}
+    run = _run_with(tmp_path, cells, gate={"margin": 0.05}, tok_s={"ref": 10.0, "faster": 16.0})
+    refresh_drift(run, tmp_path)
+    box = [line for line in verdict_box(run) if line]
+    assert box[0].startswith("> **No recommendation: keep the reference.** ") and _words(box[0]) <= 60
+    assert any(line.startswith("> Runner-up: `faster`, 1.60x, held back: inconclusive on t") for line in box)
+
+
+def test_a_two_stage_run_ships_only_what_its_fresh_launches_confirmed(tmp_path):
+    run = _explored(tmp_path)
+    from evalharness.runner.confirmstage import start_record
+
+    run.confirmation = start_record(run, tries=1)
+    _launches(tmp_path, run, [1.0] * 300 + [0.0] * 100, 20.0)
+    run.confirmation.complete = True
+    refresh_drift(run, tmp_path)
+    box = [line for line in verdict_box(run) if line]
+    assert box[0].startswith("> **Ship `fast`**: ") and "confirmed on 2 fresh launches against 2" in box[0]
+    assert _words(box[0]) <= 40
+    assert box[1].startswith("> Answers: not worse than the reference by ±0.05 on 1 task (400 documents")
+    assert len(box) <= 5 and box[-1].startswith("> Run: ")
