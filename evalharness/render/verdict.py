@@ -157,7 +157,8 @@ def verdict_box(run: RunResult) -> list[str]:
                      f"{md_text(rec.unit)} {md_text(_short_point(rec.point)) or 'at the measured load'}.",
                      _answers_line(run.cells[pick])]
         else:
-            lines = [f"**No recommendation: keep the reference.** {md_text(rec.why_none or '', 200).rstrip('.')}."]
+            why = (rec.why_none or "").strip().removesuffix(".").removesuffix(": keep the reference")
+            lines = [f"**No recommendation: keep the reference.** {md_text(why[:1].upper() + why[1:], 200)}."]
     runner = _runner_up(run, names, pick)
     lines += [runner] if runner else []
     lines.append(_health(run))
