@@ -31,7 +31,7 @@ from evalharness.render.drift import interval_text, verdict_text
 from evalharness.render.nodes import measured_on
 from evalharness.render.plot import CURVE_X_LABEL, CURVE_Y_LABEL, load_label
 from evalharness.render.recommend import launch_command, recommendation_lines
-from evalharness.render.report import vs_reference_text
+from evalharness.render.pareto import vs_reference_text
 from evalharness.render.throughput import disturbed_notes, kept_range, tok_s_text
 
 

@@ -64,7 +64,7 @@ def length_table(run: RunResult) -> dict | None:
             "KL: the numerics check's per-token divergence, both directions, on the bucket's first "
             f"{length.get('numerics', '?')} documents (whole, not cut to the check's own context limit). "
             "Speed: the same documents one at a time (time to first token and decode speed at the median; tok/s "
-            "against the reference's by the speed rule, docs/speed.md).")
+            "against the reference's by the speed rule).")
     rows = [_row(cid, f) for cid in [run.reference, *(c for c in run.cell_order if c != run.reference)]
             for f in bucket_figures(run, cid)
             if f.accuracy is not None or f.ttft_s is not None]  # a cell that never reached the buckets: no row

@@ -47,7 +47,31 @@ def named(text: str, names: dict[str, str]) -> str:
         return text
     ids = sorted(names, key=len, reverse=True)  # an id that is a prefix of another's is tried after it
     pattern = re.compile("`(" + "|".join(re.escape(cid) for cid in ids) + r")((?:\.[\w-]+)?)`")
-    return pattern.sub(lambda m: f"`{names[m.group(1)]}{m.group(2)}`", text)
+    return _fitted_separators(pattern.sub(lambda m: f"`{names[m.group(1)]}{m.group(2)}`", text))
+
+
+_SEPARATOR = re.compile(r"^\|(?:-+\|)+$")
+_CELL_EDGE = re.compile(r"(?<!\\)\|")  # a pipe that is not escaped text
+
+
+def _fitted_separators(text: str) -> str:
+    """Each pipe table's separator line sized again to its columns' widest cell: tabulate sized it to the ids the
+    names replaced, so a 50-character id would leave a 50-dash column under a 16-character name."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if i == 0 or not _SEPARATOR.match(line):
+            continue
+        block = [lines[i - 1]]
+        for row in lines[i + 1:]:
+            if not row.startswith("|"):
+                break
+            block.append(row)
+        widths = [0] * (line.count("|") - 1)
+        for row in block:
+            for k, cell in enumerate(_CELL_EDGE.split(row)[1:-1][:len(widths)]):
+                widths[k] = max(widths[k], len(cell))
+        lines[i] = "|" + "|".join("-" * max(3, w) for w in widths) + "|"
+    return "\n".join(lines)
 
 
 def key_table(run: RunResult, names: dict[str, str]) -> list[str]:

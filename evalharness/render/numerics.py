@@ -70,7 +70,7 @@ def numerics_section(run: RunResult) -> list[str]:
     some_long = "some long" if longest is None else \
         f"any longer than {longest} tokens cut to its last {longest}: distribution.max_context_tokens"
     return ["## Numerics: per-token KL divergence against the reference", "",
-            "Nats per token, with a 90% bootstrap interval over contexts (analysis/numerics.py). **KL(ref‖cell)**: "
+            "Nats per token, with a 90% bootstrap interval over contexts. **KL(ref‖cell)**: "
             f"on the reference's own samples at temperature 1 (task-like prompts, {some_long}), both sides scoring "
             "the same token ids by echo (prefill). **KL(cell‖ref)**: on the cell's own samples with its decode-time "
             "log-probabilities (decode kernels, CUDA graphs, speculative decoding, the sampler), the reference "

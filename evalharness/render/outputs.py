@@ -17,6 +17,7 @@ from evalharness.render.exports import write_csv
 from evalharness.render.html import write_html
 from evalharness.render.plot import write_compare_plot, write_curves_plot, write_plot
 from evalharness.render.report import render_markdown, summary_markdown
+from evalharness.render.verdict import pick_of
 
 
 def render_all(run: RunResult, out_dir: Path) -> None:
@@ -29,8 +30,9 @@ def render_all(run: RunResult, out_dir: Path) -> None:
     atomic_write_text(out_dir / "summary.md", summary)
     write_csv(run, out_dir / "results.csv")
     if run.complete or run.interrupted:
-        write_plot(run, out_dir / "pareto.png")
-        if not write_curves_plot(run, out_dir / "curves.png"):  # no sweep now: a curves.png left from before would lie
+        pick = pick_of(run)
+        write_plot(run, out_dir / "pareto.png", pick)
+        if not write_curves_plot(run, out_dir / "curves.png", pick):  # no sweep now: a curves.png left from before would lie
             (out_dir / "curves.png").unlink(missing_ok=True)
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary:

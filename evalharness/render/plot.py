@@ -8,14 +8,29 @@ from pathlib import Path
 
 from evalharness.analysis.goodput import slo_words
 from evalharness.analysis.operating import CurvePoint
-from evalharness.analysis.pareto import chosen_point, curves, pareto
+from evalharness.analysis.pareto import cell_figure, chosen_point, curves, pareto
 from evalharness.records.run import RunResult
 from evalharness.render.names import short_names
 from evalharness.render.throughput import kept_range
 
 
-def write_plot(run: RunResult, path: Path) -> bool:
-    """A scatter of throughput against drift, the front joined by a line; False when there is nothing to draw."""
+VERDICT_COLOURS = {"reference": "#000000", "equivalent": "#2ca02c", "inconclusive": "#ff7f0e", "worse": "#d62728"}
+
+
+def _margin(run: RunResult) -> float | None:
+    """The gate's margin where every task shares one (the band drawn), else None."""
+    margin = (run.meta.matrix.get("gate") or {}).get("margin")
+    if isinstance(margin, dict):
+        values = {v for k, v in margin.items() if not k.startswith("eh_long_")}
+        return values.pop() if len(values) == 1 else None
+    return float(margin) if margin is not None else 0.05
+
+
+def write_plot(run: RunResult, path: Path, pick: str | None = None) -> bool:
+    """Throughput against the accuracy evidence (issue 58, 5): each cell at its figure (x, from zero; the kept
+    repeats' range as a bar) and its drop's largest one-sided 95% upper bound (y: what the verdict compares with the
+    margin, drawn as a band), coloured by its accuracy verdict, the reference and `pick` marked; under the kld
+    measure, its mean KL. False when there is nothing to draw."""
     chart = pareto(run)
     points, measure = chart.points, chart.measure
     if not points:
@@ -26,30 +41,48 @@ def write_plot(run: RunResult, path: Path) -> bool:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
-    front = sorted((p for p in points if p.on_front), key=lambda p: p.throughput)
-    others = [p for p in points if not p.on_front]
-    # the pooled accuracy drop's 90% interval as a vertical bar, where the cell has one
+    accuracy = measure == "accuracy"
+
+    def height(p) -> float:
+        return (p.drop_upper if p.drop_upper is not None else 0.0) if accuracy else p.drift
+
+    margin = _margin(run) if accuracy else None
+    if margin is not None:
+        ax.axhspan(0, margin, color="#2ca02c", alpha=0.08, zorder=0)
+        ax.axhline(margin, color="#2ca02c", linewidth=1, linestyle="--", label=f"margin {margin:g}")
     for p in points:
-        d = run.cells[p.cell].drift
-        if measure == "accuracy" and d is not None and d.ci_low is not None and d.ci_high is not None:
-            ax.plot([p.throughput, p.throughput], [-d.ci_high, -d.ci_low], color="#bbbbbb", linewidth=3, zorder=1)
         low_high = kept_range(p.side())  # the kept repeats' range of tok/s as a horizontal bar (none set aside)
         if low_high is not None:
-            ax.plot(list(low_high), [p.drift, p.drift], color="#bbbbbb", linewidth=3, zorder=1)
-    ax.scatter([p.throughput for p in others], [p.drift for p in others], color="#999999", label="dominated")
-    ax.scatter([p.throughput for p in front], [p.drift for p in front], color="#d62728", label="Pareto front", zorder=3)
-    ax.plot([p.throughput for p in front], [p.drift for p in front], color="#d62728", linewidth=1)
+            ax.plot(list(low_high), [height(p)] * 2, color="#bbbbbb", linewidth=3, zorder=1)
+    verdicts = {}
+    for p in points:
+        verdicts.setdefault(p.verdict or "kl", []).append(p)
+    for verdict, group in verdicts.items():
+        ax.scatter([p.throughput for p in group], [height(p) for p in group], zorder=3,
+                   color=VERDICT_COLOURS.get(verdict, "#1f77b4"), label=verdict)
+    front = sorted((p for p in points if p.on_front), key=lambda p: p.throughput)
+    ax.plot([p.throughput for p in front], [height(p) for p in front], color="#555555", linewidth=0.8,
+            label="Pareto front", zorder=2)
+    chosen = next((p for p in points if p.cell == pick), None)
+    if chosen is not None:
+        ax.scatter([chosen.throughput], [height(chosen)], marker="*", s=260, facecolors="none",
+                   edgecolors="#000000", linewidths=1.2, zorder=4, label="the pick")
     names = short_names(run)  # the names report.md uses (its key table maps them to ids)
-    for rank, p in enumerate(sorted(points, key=lambda p: p.throughput)):
+    for rank, p in enumerate(sorted(points, key=lambda p: (p.throughput, height(p)))):
         label = names.get(p.cell, p.cell)
         label += " (reference)" if p.cell == run.reference and label != "reference" else ""
-        # cells of similar speed and drift would print their labels over each other: stagger them
-        ax.annotate(label, (p.throughput, p.drift), textcoords="offset points", xytext=(5, 5 + 11 * (rank % 3)),
-                    fontsize=7)
+        # neighbours would print their labels over each other: stagger them above, a leader line to each
+        ax.annotate(label, (p.throughput, height(p)), textcoords="offset points", xytext=(6, 8 + 12 * (rank % 3)),
+                    fontsize=7,
+                    arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.5})
     ax.set_xlabel(_wrapped(chart.axis + " (bars: the kept repeats' lowest..highest)"))
-    ax.set_ylabel("accuracy drop vs reference (bars: 90% interval)" if measure == "accuracy" else
-                  "mean KL divergence vs reference")
-    return _finish(fig, ax, f"{run.meta.matrix_name}: throughput against drift (lower right is better)", path)
+    ax.set_ylabel("accuracy drop: largest 95% upper bound" if accuracy else "mean KL divergence vs reference")
+    ax.margins(x=0.2, y=0.25)
+    ax.set_xlim(left=0)
+    top = max([height(p) for p in points] + [margin or 0.0])
+    ax.set_ylim(bottom=min(0.0, *(height(p) for p in points)) - 0.04 * max(top, 1e-9))
+    return _save(fig, ax, f"{run.meta.matrix_name}: throughput against the accuracy evidence (lower right is better)",
+                 path)
 
 
 def write_compare_plot(base: RunResult, head: RunResult, path: Path) -> bool:
@@ -96,10 +129,11 @@ def load_label(p: CurvePoint) -> str:
     return f"c={p.concurrency}" if p.concurrency else f"{p.request_rate:g}/s"
 
 
-def write_curves_plot(run: RunResult, path: Path) -> bool:
+def write_curves_plot(run: RunResult, path: Path, pick: str | None = None) -> bool:
     """Each ok cell's load sweep as a line of output tok/s per GPU against tok/s per user, the 90% interval at each
     step as a vertical bar, each step labelled by its load, the reference thick and black, steps that missed the SLO
-    hollow; False when no cell has a sweep to draw."""
+    hollow, the operating point's step of the reference and of `pick` ringed; False when no cell has a sweep to
+    draw."""
     drawn = [(c, [p for p in c.points if p.per_user is not None]) for c in curves(run)]
     drawn = [(c, points) for c, points in drawn if points]
     if not drawn:
@@ -132,6 +166,11 @@ def write_curves_plot(run: RunResult, path: Path) -> bool:
             ax.annotate(load_label(p), (p.per_user, p.tok_s_per_gpu), textcoords="offset points",
                         xytext=_LABEL_AT[rank % len(_LABEL_AT)], fontsize=7, color=colour,
                         ha="left" if _LABEL_AT[rank % len(_LABEL_AT)][0] > 0 else "right")
+        figure = cell_figure(run, curve.cell) if curve.cell in (pick, run.reference) else None
+        step = next((p for p in points if figure is not None and p.step == figure.scenario), None)
+        if step is not None:  # where the decision reads this cell
+            ax.scatter([step.per_user], [step.tok_s_per_gpu], s=260, facecolors="none", edgecolors=colour,
+                       linewidths=1.4, zorder=5, label=f"operating point of {label}")
     if slo:  # a legend entry for the hollow markers
         ax.scatter([], [], facecolors="white", edgecolors="#555555", linewidths=1.5,
                    label=f"hollow: missed the SLO ({slo_words(chosen_point(run).targets)})")
@@ -139,9 +178,12 @@ def write_curves_plot(run: RunResult, path: Path) -> bool:
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.set_xlabel(CURVE_X_LABEL)
-    ax.set_ylabel(CURVE_Y_LABEL + " (bars: 90% interval)")
+    on_gpus = bool(run.meta.machine.get("gpus")) or any((c.node or {}).get("gpus") for c in run.cells.values())
+    # "per GPU" only where the run saw GPUs: on a CPU server the figure is the server's (issue 58, 5)
+    ax.set_ylabel((CURVE_Y_LABEL if on_gpus else "output tok/s per server") + " (bars: 90% interval)")
     point = pareto(run).point_words
-    title = f"{run.meta.matrix_name}: throughput per GPU against interactivity (upper right is better)"
+    title = (f"{run.meta.matrix_name}: throughput {'per GPU' if on_gpus else 'per server'} against interactivity "
+             "(upper right is better)")
     return _save(fig, ax, title + (f"\n{_wrapped('operating point: ' + point, 100)}" if point else ""), path)
 
 

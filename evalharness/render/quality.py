@@ -111,7 +111,7 @@ def quality_section(run: RunResult) -> list[str]:
             "baselines pair per document on it (a group pools its subtasks as lm-eval aggregates them; per subtask "
             "in `cells/<id>/quality/<task>/summary.json`). Cut off: answers that hit the token limit (finish_reason "
             "length), per request, and of them those cut while looping (the chain ends in a unit repeated back to "
-            "back, phases/detectors/loops.py) or still reasoning; tokens: completion tokens, reasoning included; reasoning: mean characters of "
+            "back) or still reasoning; tokens: completion tokens, reasoning included; reasoning: mean characters of "
             "reasoning_content, kept per sample in samples.jsonl and never scored; ended: empty answers (scored "
             "wrong whatever the reasoning said), answers a stop string the engine matched ended (with `stop_strings: "
             "engine` it matches inside the reasoning), requests that failed and were sent again (a request is timed "

@@ -7,22 +7,23 @@ phases, serving, the runner or the command line.
 
 from __future__ import annotations
 
-from evalharness.analysis.pareto import pareto, vs_reference
-from evalharness.analysis.speed import FLOOR
+from evalharness.analysis.pareto import pareto
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
-from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section, other_kind
+from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section
 from evalharness.records.run import CellResult, RunResult
-from evalharness.render.drift import drift_section, interval_text, verdict_text
+from evalharness.render.drift import drift_section, verdict_text
 from evalharness.render.batching import batching_section
 from evalharness.render.length import length_section
 from evalharness.render.calls import calls_section
 from evalharness.render.engines import engines_section
-from evalharness.render.load import figure_text, load_section
+from evalharness.render.load import load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.names import key_table, named, short_names
+from evalharness.render.reading import reading_section
 from evalharness.render.verdict import verdict_box
-from evalharness.render.numerics import kl_text, numerics_section
+from evalharness.render.numerics import numerics_section
+from evalharness.render.pareto import pareto_section
 from evalharness.render.probes import garbage_section, probe_budget_lines
 from evalharness.render.quality import quality_section
 from evalharness.render.confirmation import confirmation_section
@@ -100,95 +101,9 @@ def render_markdown(run: RunResult) -> str:
     parts += nodes_section(run)
     for note in run.notes:
         parts += [f"> {md_text(note, 1000)}", ""]
+    parts += ["", *reading_section()]
     text = named("\n".join(parts).rstrip() + "\n", names)
     return _after_first_table(text, key_table(run, names))
-
-
-def vs_reference_text(run: RunResult, cid: str) -> str:
-    """'1.00x' for the reference; the speed rule's words for a cell at the operating point ('1.48x [90%: 1.31–1.67]
-    faster', analysis/speed.py); '' where either side lacks it."""
-    if cid == run.reference:
-        return "1.00x"
-    verdict = vs_reference(run, cid)
-    return "" if verdict is None else verdict.text()
-
-
-def pareto_section(run: RunResult) -> list[str]:
-    chart = pareto(run)
-    measure = chart.measure
-    by_cell = {p.cell: p for p in chart.points}
-    ref_tp = chart.throughput.get(run.reference)
-    rows = []
-    for cid, tp in chart.throughput.items():
-        point = by_cell.get(cid)
-        d = run.cells[cid].drift
-        dist_text, same_text = "", ""
-        if cid == run.reference:
-            verdict, acc, p_text, flips, agree = "reference", "", "", "", ""
-        elif d is None:
-            verdict, acc, p_text, flips, agree = "not measured", "", "", "", ""
-        else:
-            verdict = verdict_text(d.outcome, d.worst_drop_upper)
-            acc = interval_text(d.accuracy_delta, d.ci_low, d.ci_high) or "no paired samples"
-            p_text = "" if d.p_value is None else f"{d.p_value:.3g}"
-            flips = f"{d.right_to_wrong} / {d.wrong_to_right}"
-            agree = f"{d.agreement.identical}/{d.agreement.total}" if d.agreement else ""
-            if d.distribution is not None:
-                dist_text = kl_text(d.distribution.forward) if d.distribution.forward else \
-                    "unavailable: " + md_text(d.distribution.reason or "", 60)
-                same_text = kl_text(d.distribution.reverse)
-        rows.append([
-            f"`{cid}`",
-            "**yes**" if point and point.on_front else ("no" if point else ""),
-            "" if tp is None else figure_text(run, cid),
-            "" if tp is None or ref_tp is None else vs_reference_text(run, cid)
-            + (" (other machine)" if other_kind(run, cid) else ""),
-            verdict, acc, p_text, flips, agree, dist_text, same_text,
-            ", ".join(f"`{c}`" for c in point.dominated_by) if point else "",
-        ])
-    if not rows:
-        return []
-    out = ["## Pareto: throughput against drift", "",
-           f"Throughput: {md_text(chart.axis)}{_noise_note(chart)}; drift: "
-           f"{'the accuracy verdict' if measure == 'accuracy' else 'mean KL divergence'} against the reference. "
-           "The verdict is per task against its margin (Drift per task), the cell's the worst of its tasks': "
-           "**equivalent** cells are tied with the reference on accuracy, **inconclusive** ones rank below them and "
-           "**worse** ones below that, so noise never makes a cell dominate; `drop ≤ x` is the largest one-sided 95% "
-           "upper bound of a task's drop. Pooled Δ is the mean of the tasks' Δ (tasks weighted equally), cell minus "
-           "reference, with a 90% interval; flips are right→wrong / wrong→right over tasks with single 0/1 samples; "
-           "KL is per token in nats with a 90% interval, each direction on the sampling side's own tokens "
-           "(Numerics, below).", "",
-           markdown_table(["cell", "on front", md_text(chart.axis.split(" ", 2)[0] + " tok/s" if "goodput" in
-                                                      chart.axis else "output tok/s"), "vs reference",
-                           "accuracy verdict",
-                           "pooled Δ [90%]", "p", "flips", "probes identical", "KL(ref‖cell) [90%]", "KL(cell‖ref) [90%]",
-                           "dominated by"], rows), ""]
-    if mixed_caveat(run):
-        out[2:2] = [mixed_caveat(run), ""]
-    failed = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status != "ok"]
-    if failed:
-        out += ["Not on the chart:", ""]
-        out += [f"- `{c.id}`: **{c.status}** at {md_text(c.phase)}: {md_text(c.reason or '', 300)}" for c in failed]
-        out.append("")
-    return out
-
-
-def _noise_note(chart) -> str:
-    """How the throughput figure was obtained, and the speed rule that 'vs reference' and the front use."""
-    repeats = {len(p.rates) for p in chart.points}
-    rule = (f"'vs reference' is the speed rule's verdict (the ratio of geometric means, and in brackets its "
-            f"interval from both sides' repeats with its level beside the ends: each end a one-sided bound at the "
-            f"alpha the cell's last look spent, so 90% for a fixed number of repeats and wider at an early look of "
-            f"adaptive ones, 5% over all the looks; **faster** when the lower bound is above "
-            f"{1 + FLOOR:.2f}, **slower** when the upper bound is below {1 / (1 + FLOOR):.2f}, **equal** within both, "
-            f"else **undecided**; the {FLOOR:.0%} floor because cells run minutes apart and runs drift more than "
-            "repeats spread; disturbed repeats are set aside, Throughput below names them), and the front uses the "
-            "same rule between cells")
-    if repeats - {0, 1}:
-        return (" (the mean of the repeats the speed rule kept, their lowest..highest beside it and how many it set "
-                f"aside; {rule})")
-    return (" (measured once: no noise bar, so no cell is called faster or slower; set `repeats:` on the scenario, "
-            f"e.g. {{min: 2, max: 6}}, to measure until decided; {rule})")
 
 
 def _task_names(run: RunResult) -> list[str]:
@@ -225,7 +140,9 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
             d = run.cells[p.cell].drift
             acc = "reference" if p.cell == run.reference else (verdict_text(d.outcome, d.worst_drop_upper) if d else "")
             rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", tok_s_text(p.throughput, p.side()), acc])
-        lines += [markdown_table(["cell", "", md_text(chart.axis), "accuracy verdict"], rows), ""]
+        unit = chart.axis.split(" ", 2)[0] + " tok/s" if "goodput" in chart.axis else "output tok/s"
+        lines += [f"Throughput: {md_text(chart.axis)}.", "",
+                  markdown_table(["cell", "", f"{md_text(unit)} ↑", "accuracy verdict"], rows), ""]
     bad = [c for c in run.cells.values() if c.status != "ok"]
     for cell in bad[:limit]:
         lines.append(f"- `{cell.id}` **{cell.status}**: {md_text(cell.reason or '', 160)}")

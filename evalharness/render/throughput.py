@@ -109,7 +109,7 @@ def throughput_section(run: RunResult) -> list[str]:
             "(`natural`: the shipped corpus of natural requests; `task:NAME`: a task's prompts; `random`: random "
             "words, for capacity figures only: speculative decoding finds its own loops in them and overstates its "
             "acceptance) and the mean prompt tokens; ×N: the scenario ran N times, output tok/s is the mean of the "
-            "repeats the speed rule kept (analysis/speed.py) with their lowest..highest beside it, and how many it "
+            "repeats the speed rule kept with their lowest..highest beside it, and how many it "
             "set aside as disturbed (listed below)." +
             (" " + notes if notes else ""), "",
             markdown_table(["cell", *THROUGHPUT_HEADER], rows), "", *repeats_section(run)]
@@ -155,7 +155,7 @@ def repeats_section(run: RunResult) -> list[str]:
     if not lines:
         return []
     return ["Repeats: a repeat is disturbed when other processes kept the host's cores busy, the hypervisor stole CPU "
-            "time or another process held a GPU while it ran (serving/interference.py); a disturbed repeat is "
+            "time or another process held a GPU while it ran; a disturbed repeat is "
             "measured again (`remeasure`) and set aside while two clean ones remain. A repeat whose own streams "
             "stalled (gaps far above their median) or whose figure lies far below the others is the engine's "
             "behaviour: kept, and named here.", "",

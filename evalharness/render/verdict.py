@@ -139,6 +139,16 @@ def _confirmed_box(run: RunResult, names: dict[str, str]) -> list[str]:
     return lines
 
 
+def pick_of(run: RunResult) -> str | None:
+    """The cell the run ships: a two-stage run's confirmed finalist, else the recommendation's; None: keep the
+    reference (the charts mark it)."""
+    if run.reference not in run.cells or len(run.cells) < 2:
+        return None
+    if run.confirmation is not None:
+        return next((t.finalist for t in run.confirmation.tries if t.verdict and t.verdict.confirmed), None)
+    return recommend(run).cell
+
+
 def verdict_box(run: RunResult) -> list[str]:
     """At most MOST_LINES lines, as a Markdown quote block, then a blank line; [] where nothing was compared."""
     if run.reference not in run.cells or len(run.cells) < 2:

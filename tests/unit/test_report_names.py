@@ -7,7 +7,7 @@ from evalharness.render.names import SHORT, named, short_names
 from evalharness.render.report import render_markdown, summary_markdown
 from tests.unit.test_equivalence import _run_with, _scores
 
-SAME = [1.0] * 30 + [0.0] * 10
+SAME = [1.0] * 90 + [0.0] * 30
 AXES = {"dtype-float32.spec-off.compile-eager.fault-none": ({"dtype": "float32", "spec": "off", "compile": "eager",
                                                               "fault": "none"}, {"--dtype": "float32",
                                                                                  "--enforce-eager": True}),

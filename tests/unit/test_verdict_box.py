@@ -67,3 +67,12 @@ def test_a_two_stage_run_ships_only_what_its_fresh_launches_confirmed(tmp_path):
     assert _words(box[0]) <= 40
     assert box[1].startswith("> Answers: not worse than the reference by ±0.05 on 1 task (400 documents")
     assert len(box) <= 5 and box[-1].startswith("> Run: ")
+
+
+def test_the_report_ends_with_how_to_read_it_and_cites_no_repository_file(tmp_path):
+    text = render_markdown(_three(tmp_path))
+    reading = text[text.index("## How to read this report"):]
+    for term in ("margin", "equivalent", "not worse", "inconclusive", "worse", "goodput", "operating point", "SLO",
+                 "look", "screening", "set aside", "KL", "flips", "A/A"):
+        assert f"- **{term}" in reading or f"/ {term}" in reading, term
+    assert not re.search(r"\b(docs|analysis|render|phases|serving|runner|records)/[\w/]+\.(md|py)\b", text)
