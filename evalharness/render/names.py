@@ -1,5 +1,6 @@
-"""The names a reader sees for cells (issue 58, 3): a cell by what differs from the reference (`compile=compiled`,
-`dtype=bfloat16 + fault=bad_rope`), the reference as "reference", and one key table from those names back to the
+"""The names a reader sees for cells (issue 58, 3): a cell by what differs from the reference (`compiled`,
+`bfloat16 + bad_rope`, `deepgemm=off`: a value alone where it names its axis, else `axis=value`), the reference as
+"reference", and one key table from those names back to the
 ids that results.json and the run folder keep. Ids of at most SHORT characters (a matrix's own `cells:` names, most
 tests') are shown as they are: a name is only worth a key where the id is too long to read.
 
@@ -19,10 +20,12 @@ SHORT = 30  # characters: an id this long or shorter is its own name
 
 def short_names(run: RunResult) -> dict[str, str]:
     """{cell id: the name shown} for every cell of the run whose id is longer than SHORT: the axes whose value
-    differs from the reference's, `axis=value` joined by ' + ' in the matrix's axis order; the reference 'reference'.
+    differs from the reference's, joined by ' + ' in the matrix's axis order, each its value alone where that value
+    tells its axis (_telling_values), else `axis=value`; the reference 'reference'.
     A cell whose axes do not tell it apart (the same values as another, or as the reference) keeps its id."""
     reference = run.cells.get(run.reference)
     base = reference.axes if reference is not None else {}
+    telling = _telling_values(run)
     names: dict[str, str] = {}
     for cid in run.cell_order:
         cell = run.cells.get(cid)
@@ -31,13 +34,29 @@ def short_names(run: RunResult) -> dict[str, str]:
         if cid == run.reference:
             names[cid] = "reference"
             continue
-        differs = [f"{axis}={value}" for axis, value in cell.axes.items() if base.get(axis) != value]
+        differs = [value if value in telling else f"{axis}={value}" for axis, value in cell.axes.items()
+                   if base.get(axis) != value]
         names[cid] = " + ".join(differs) if differs else cid
     taken: dict[str, list[str]] = {}
     for cid, name in names.items():
         taken.setdefault(name, []).append(cid)
     clash = {cid for ids in taken.values() if len(ids) > 1 for cid in ids}
     return {cid: (cid if cid in clash else name) for cid, name in names.items()}
+
+
+GENERIC = {"on", "off", "true", "false", "yes", "no", "none", "default", "auto", "enabled", "disabled"}
+
+
+def _telling_values(run: RunResult) -> set[str]:
+    """Axis values that name their axis alone (`bfloat16`, `compiled`): used by exactly one axis of the run, not a
+    number, and not a word every switch uses (on, off, none); the others are written `axis=value`."""
+    axes: dict[str, set[str]] = {}
+    for cell in run.cells.values():
+        for axis, value in cell.axes.items():
+            axes.setdefault(value, set()).add(axis)
+    names = {axis for cell in run.cells.values() for axis in cell.axes}
+    return {value for value, used in axes.items() if len(used) == 1 and value.lower() not in GENERIC
+            and value not in names and not value.replace(".", "").replace("-", "").isdigit()}
 
 
 def named(text: str, names: dict[str, str]) -> str:

@@ -123,6 +123,6 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
                 parts.append(f"{mark.text(s.task)} (≈{s.factor:.1f}× the samples for an 80% chance: "
                              f"{s.more_samples} more {s.unit.replace(' x ', ' × ')}{took} at the speed both ran)")
         speed = _speed(rec, _interval(run, rec.candidate), mark)
-        line += (f" The fastest candidate, {mark.code(rec.candidate)} ({speed}), is inconclusive on "
-                 + "; ".join(parts) + ": that would settle it.")
+        line += f" The fastest candidate, {mark.code(rec.candidate)} ({speed})" + (
+            ", is inconclusive on " + "; ".join(parts) + ": that would settle it." if parts else ".")
     return [line, ""]

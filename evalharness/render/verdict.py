@@ -72,18 +72,20 @@ def _why_not(cell: CellResult) -> str:
         return "its answers were not compared"
     held = [t for t in drift.tasks if t.outcome in ("worse", "inconclusive") and t.margin is not None]
     if not held:
-        return f"accuracy {drift.outcome or 'not decided'}"
+        return "equivalent, but slower than the cell named above" if drift.outcome == "equivalent" else \
+            f"accuracy {drift.outcome or 'not decided'}"
     worst = max(held, key=lambda t: (not envelope_task(t.task), t.outcome == "worse", -(t.ci_low or 0.0)))
     drop = -worst.ci_low if worst.ci_low is not None else None
     bound = f": drop up to {drop:.3f} against ±{worst.margin:g}" if drop is not None else ""
     return f"{worst.outcome} on {md_text(worst.task)}{bound}"
 
 
-def _runner_up(run: RunResult, names: dict[str, str], pick: str | None) -> str:
-    """The fastest other cell credibly faster than the reference, and what held it back."""
+def _runner_up(run: RunResult, names: dict[str, str], said: tuple[str | None, ...]) -> str:
+    """The fastest other cell credibly faster than the reference (none of those `said` already), and what held it
+    back."""
     faster = []
     for cid in run.cell_order:
-        verdict = vs_reference(run, cid) if cid not in (run.reference, pick) and cid in run.cells else None
+        verdict = vs_reference(run, cid) if cid not in (run.reference, *said) and cid in run.cells else None
         if verdict is not None and verdict.faster:
             faster.append((verdict.ratio, cid))
     if not faster:
@@ -166,10 +168,19 @@ def verdict_box(run: RunResult) -> list[str]:
             lines = [f"**Ship {_name(names, pick)}**{_changes(run, pick)}: {ratio}{low} the reference's "
                      f"{md_text(rec.unit)} {md_text(_short_point(rec.point)) or 'at the measured load'}.",
                      _answers_line(run.cells[pick])]
+        elif rec.candidate is not None:
+            drift = run.cells[rec.candidate].drift
+            held = (f"equivalent by its own tests, not once the choice among {rec.candidates} faster cells is "
+                    f"counted (Holm-adjusted p {rec.p_adjusted:.2g})"
+                    if drift is not None and drift.outcome == "equivalent" and rec.p_adjusted is not None
+                    else _why_not(run.cells[rec.candidate]))
+            ratio = f" ({rec.ratio:.2f}x)" if rec.ratio is not None else ""
+            lines = [f"**No recommendation: keep the reference.** The fastest candidate, "
+                     f"{_name(names, rec.candidate)}{ratio}, is {held}."]
         else:
             why = (rec.why_none or "").strip().removesuffix(".").removesuffix(": keep the reference")
             lines = [f"**No recommendation: keep the reference.** {md_text(why[:1].upper() + why[1:], 200)}."]
-    runner = _runner_up(run, names, pick)
+    runner = _runner_up(run, names, (pick, None if run.confirmation is not None else rec.candidate))
     lines += [runner] if runner else []
     lines.append(_health(run))
     return [f"> {line}" + ("  " if i < len(lines[:MOST_LINES]) - 1 else "")
