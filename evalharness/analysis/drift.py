@@ -23,6 +23,7 @@ from evalharness.analysis.loaddrift import load_drift
 from evalharness.analysis.noeffect import no_effect_pairs
 from evalharness.analysis.sequential import Levels, final_levels
 from evalharness.analysis.confirmation import refresh_confirmation
+from evalharness.analysis.decision import decide as decide_shipping
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
 from evalharness.analysis.batching import batch_change
 from evalharness.analysis.numerics import compare_distributions
@@ -226,3 +227,4 @@ def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> Non
         refresh_confirmation(run, out_dir)  # the second stage's tries, from their own launches
     except (OSError, ValueError, ResultsError) as exc:
         run.notes.append(f"the confirmation could not be decided: {exc}")
+    run.decision = decide_shipping(run)  # last: it reads every verdict above

@@ -17,44 +17,12 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel
-
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, envelope_task
 from evalharness.analysis.pareto import pareto, vs_reference
 from evalharness.analysis.stats import holm
+from evalharness.records.decision import Recommendation, Settle  # noqa: F401  (the record; re-exported)
 from evalharness.records.drift import CellDrift
 from evalharness.records.run import RunResult
-
-
-class Settle(BaseModel):
-    task: str
-    factor: float | None  # times the samples (None: no sample size settles it at this estimate)
-    more_samples: int | None = None  # documents x repeats beyond the present ones
-    unit: str = "answers (documents x repeats, both sides)"  # documents where the answers did not vary (the score
-    # test: repeats add nothing)
-    hours: float | None = None  # at the speed the cell's task ran
-
-
-class Recommendation(BaseModel):
-    cell: str | None = None  # the recommended cell (None: none)
-    scenario: str | None = None  # the scenario read, where every cell is read at one
-    point: str = ""  # the operating point in words ('at p90 TPOT ≤ 50 ms, concurrency 8')
-    unit: str = "output tok/s"  # or goodput tok/s under an SLO
-    at: str | None = None  # the step the recommended (or candidate) cell was read at
-    reference_at: str | None = None
-    ratio: float | None = None
-    low: float | None = None
-    high: float | None = None
-    drop_upper: float | None = None
-    speed: str | None = None  # the speed rule's words for the cell against the reference ('1.48x [1.31–1.67] faster')
-    argv: list[str] = []
-    env: dict[str, str] = {}
-    why_none: str | None = None
-    candidate: str | None = None  # the fastest faster cell whose accuracy is not settled
-    settle: list[Settle] = []
-    candidates: int = 0  # the faster cells the choice was made among (Holm's family)
-    p_adjusted: float | None = None  # the recommended (or candidate) cell's equivalence p, Holm-adjusted over them
-    alpha: float = DEFAULT_ALPHA
 
 
 def equivalence_p(drift: CellDrift | None, alpha: float) -> float:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from evalharness.records.decision import Decision
 from evalharness.records.drift import CellDrift, LoadDrift, TaskNoise
 from evalharness.records.measures import (BatchDependence, CrashReason, LogWarning, ProbeSummary, RequestTally,
                                           ScenarioResult, TaskScore)
@@ -199,6 +200,7 @@ class RunResult(BaseModel):
     noise: list[TaskNoise] = []  # the reference's A/A per task, from its repeats (recomputed with the drift)
     load_drift: list[LoadDrift] = []  # each cell's quality at its concurrency against alone (recomputed with the drift)
     confirmation: ConfirmationRecord | None = None  # the second stage, where the matrix has one (records/confirm.py)
+    decision: Decision | None = None  # what the run ships and why (analysis/decision.py, recomputed with the drift)
 
     def engine_version(self) -> str | None:
         """The engine's version for the run: as recorded when the first cell finished ok, else as any ok cell reported

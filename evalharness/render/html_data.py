@@ -18,7 +18,6 @@ from typing import Any
 
 from evalharness.analysis.pairing import Headline, UnpairableMetric, pair, record_key, side_scores
 from evalharness.analysis.pareto import cell_figure, curves, pareto
-from evalharness.analysis.recommend import recommend
 from evalharness.analysis.secondary import answer_figures
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.cellfiles import CellFileError, load_probe_outputs, load_samples
@@ -318,7 +317,8 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
                 task_names.append(t.task)
     meta = run.meta
     state = "complete" if run.complete else ("interrupted" if run.interrupted else "in progress")
-    rec = recommend(run) if run.reference in run.cells and len(run.cells) >= 2 else None
+    pick = run.decision.pick if run.decision is not None else None  # the saved decision's (analysis/decision.py)
+    shipped = run.cells.get(pick) if pick else None
     return {
         "title": f"evalharness: {meta.matrix_name}",
         "summary": (f"Run {state}; {len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; "
@@ -327,8 +327,8 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
                     f"{measured_on(run)}."),
         "reference": run.reference,
         "recommendation": " ".join(line for line in recommendation_lines(run, with_command=False, plain=True) if line),
-        "recommended": rec.cell if rec else None,
-        "launch": launch_command(rec.argv, rec.env) if rec and rec.cell else None,
+        "recommended": pick,
+        "launch": launch_command(shipped.argv, shipped.env) if shipped is not None else None,
         "chart": _chart(run),
         "curves": _curves(run),
         "table": _cells_table(run, task_names),

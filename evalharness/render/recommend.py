@@ -1,4 +1,5 @@
-"""The report's and the summary's first line: the recommendation (analysis/recommend.py) as Markdown. Pure."""
+"""The report's and the summary's full statement of the decision: the recommendation (analysis/recommend.py, saved in
+the run's decision record, records/decision.py) or the confirmation's, as Markdown. Pure; decides nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import shlex
 from evalharness.analysis.equivalence import envelope_task
 from evalharness.analysis.length import envelope_text
 from evalharness.analysis.pareto import vs_reference
-from evalharness.analysis.recommend import recommend
 from evalharness.records.masking import mask_argv, mask_env
 from evalharness.records.run import RunResult
 from evalharness.render.confirmation import confirmation_lines
@@ -98,7 +98,9 @@ def recommendation_lines(run: RunResult, with_command: bool = True, plain: bool 
         cell = run.cells.get(shipped) if shipped else None
         command = code_block(launch_command(cell.argv, cell.env)) if with_command and cell is not None else None
         return confirmation_lines(run, mark, command)
-    rec = recommend(run)
+    rec = run.decision.recommendation if run.decision is not None else None  # analysis/decision.py's record
+    if rec is None:
+        return []
     if rec.cell is not None:
         envelope = _envelope(run, rec.cell, mark)
         said = [f"largest drop ≤ {rec.drop_upper:.3f}" if rec.drop_upper is not None else "", envelope]

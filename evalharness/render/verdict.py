@@ -3,16 +3,15 @@ and what it changes against the reference, with its speed-up and lower bound at 
 words); its answers against the margin with documents and answers a document; the runner-up and what held it back;
 the run's health. The full statements (levels, Holm, envelopes) follow below it, unchanged.
 
-Reads the decisions already made: the recommendation (analysis/recommend.py, as render/recommend.py shows it in
-full), a two-stage run's confirmation record (records/run.py, decided by analysis/confirmation.py), the drift and
-speed verdicts in the records. Decides nothing; imports records, render/names.py and those two analysis readers.
+Reads the decision already made and saved (records/decision.py, computed by analysis/decision.py with the drift), a
+two-stage run's confirmation record and the drift verdicts in the records. Decides nothing: imports records,
+render/names.py and analysis/equivalence's `envelope_task` (which tasks are length buckets) only.
 """
 
 from __future__ import annotations
 
 from evalharness.analysis.equivalence import envelope_task
-from evalharness.analysis.pareto import vs_reference
-from evalharness.analysis.recommend import recommend
+from evalharness.records.decision import Held
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.markdown import md_text
 from evalharness.render.names import flag_changes, short_names
@@ -64,34 +63,17 @@ def _answers_line(cell: CellResult) -> str:
             f"{ref_repeats} answers a document{bound}){beside}.")
 
 
-def _why_not(cell: CellResult) -> str:
-    """A faster cell's accuracy in a few words: the matrix's task that held it back (a length bucket only where none
-    did) and its drop's bound against the margin."""
-    drift = cell.drift
-    if drift is None:
-        return "its answers were not compared"
-    held = [t for t in drift.tasks if t.outcome in ("worse", "inconclusive") and t.margin is not None]
-    if not held:
-        return "equivalent, but slower than the cell named above" if drift.outcome == "equivalent" else \
-            f"accuracy {drift.outcome or 'not decided'}"
-    worst = max(held, key=lambda t: (not envelope_task(t.task), t.outcome == "worse", -(t.ci_low or 0.0)))
-    drop = -worst.ci_low if worst.ci_low is not None else None
-    bound = f": drop up to {drop:.3f} against ±{worst.margin:g}" if drop is not None else ""
-    return f"{worst.outcome} on {md_text(worst.task)}{bound}"
-
-
-def _runner_up(run: RunResult, names: dict[str, str], said: tuple[str | None, ...]) -> str:
-    """The fastest other cell credibly faster than the reference (none of those `said` already), and what held it
-    back."""
-    faster = []
-    for cid in run.cell_order:
-        verdict = vs_reference(run, cid) if cid not in (run.reference, *said) and cid in run.cells else None
-        if verdict is not None and verdict.faster:
-            faster.append((verdict.ratio, cid))
-    if not faster:
-        return ""
-    ratio, cid = max(faster)
-    return f"Runner-up: {_name(names, cid)}, {ratio:.2f}x, held back: {_why_not(run.cells[cid])}."
+def _held_words(held: Held) -> str:
+    """What held a faster cell back, in a few words (records/decision.py Held)."""
+    if held.reason in ("worse", "inconclusive"):
+        bound = f": drop up to {held.bound:.3f} against ±{held.margin:g}" if held.bound is not None else ""
+        return f"{held.reason} on {md_text(held.task or '')}{bound}"
+    if held.reason == "choice":
+        return (f"equivalent by its own tests, not once the choice among {held.candidates} faster cells is counted "
+                f"(Holm-adjusted p {held.p_adjusted:.2g})")
+    if held.reason == "slower":
+        return "equivalent, but slower than the cell named above"
+    return "its answers were not compared"
 
 
 def _health(run: RunResult) -> str:
@@ -142,46 +124,36 @@ def _confirmed_box(run: RunResult, names: dict[str, str]) -> list[str]:
 
 
 def pick_of(run: RunResult) -> str | None:
-    """The cell the run ships: a two-stage run's confirmed finalist, else the recommendation's; None: keep the
-    reference (the charts mark it)."""
-    if run.reference not in run.cells or len(run.cells) < 2:
-        return None
-    if run.confirmation is not None:
-        return next((t.finalist for t in run.confirmation.tries if t.verdict and t.verdict.confirmed), None)
-    return recommend(run).cell
+    """The cell the run ships (the decision record's), None: keep the reference (the charts mark it)."""
+    return run.decision.pick if run.decision is not None else None
 
 
 def verdict_box(run: RunResult) -> list[str]:
-    """At most MOST_LINES lines, as a Markdown quote block, then a blank line; [] where nothing was compared."""
-    if run.reference not in run.cells or len(run.cells) < 2:
+    """At most MOST_LINES lines, as a Markdown quote block, then a blank line; [] where nothing was decided."""
+    decision = run.decision
+    if decision is None or run.reference not in run.cells or len(run.cells) < 2:
         return []
     names = short_names(run)
+    rec = decision.recommendation
     if run.confirmation is not None:
         lines = _confirmed_box(run, names)
-        pick = next((t.finalist for t in run.confirmation.tries if t.verdict and t.verdict.confirmed), None)
+    elif decision.pick is not None and rec is not None:
+        low = f" (at least {rec.low:.2f}x)" if rec.low is not None else ""
+        ratio = f"{rec.ratio:.2f}x" if rec.ratio is not None else "faster than"
+        lines = [f"**Ship {_name(names, decision.pick)}**{_changes(run, decision.pick)}: {ratio}{low} the "
+                 f"reference's {md_text(rec.unit)} {md_text(_short_point(rec.point)) or 'at the measured load'}.",
+                 _answers_line(run.cells[decision.pick])]
+    elif decision.candidate is not None:
+        ratio = f" ({decision.candidate.ratio:.2f}x)" if decision.candidate.ratio is not None else ""
+        lines = [f"**No recommendation: keep the reference.** The fastest candidate, "
+                 f"{_name(names, decision.candidate.cell)}{ratio}, is {_held_words(decision.candidate)}."]
     else:
-        rec = recommend(run)
-        pick = rec.cell
-        if pick is not None:
-            low = f" (at least {rec.low:.2f}x)" if rec.low is not None else ""
-            ratio = f"{rec.ratio:.2f}x" if rec.ratio is not None else "faster than"
-            lines = [f"**Ship {_name(names, pick)}**{_changes(run, pick)}: {ratio}{low} the reference's "
-                     f"{md_text(rec.unit)} {md_text(_short_point(rec.point)) or 'at the measured load'}.",
-                     _answers_line(run.cells[pick])]
-        elif rec.candidate is not None:
-            drift = run.cells[rec.candidate].drift
-            held = (f"equivalent by its own tests, not once the choice among {rec.candidates} faster cells is "
-                    f"counted (Holm-adjusted p {rec.p_adjusted:.2g})"
-                    if drift is not None and drift.outcome == "equivalent" and rec.p_adjusted is not None
-                    else _why_not(run.cells[rec.candidate]))
-            ratio = f" ({rec.ratio:.2f}x)" if rec.ratio is not None else ""
-            lines = [f"**No recommendation: keep the reference.** The fastest candidate, "
-                     f"{_name(names, rec.candidate)}{ratio}, is {held}."]
-        else:
-            why = (rec.why_none or "").strip().removesuffix(".").removesuffix(": keep the reference")
-            lines = [f"**No recommendation: keep the reference.** {md_text(why[:1].upper() + why[1:], 200)}."]
-    runner = _runner_up(run, names, (pick, None if run.confirmation is not None else rec.candidate))
-    lines += [runner] if runner else []
+        why = ((rec.why_none if rec else None) or "").strip().removesuffix(".").removesuffix(": keep the reference")
+        lines = [f"**No recommendation: keep the reference.** {md_text(why[:1].upper() + why[1:], 200)}."]
+    if decision.runner_up is not None:
+        up = decision.runner_up
+        ratio = f", {up.ratio:.2f}x" if up.ratio is not None else ""
+        lines.append(f"Runner-up: {_name(names, up.cell)}{ratio}, held back: {_held_words(up)}.")
     lines.append(_health(run))
     return [f"> {line}" + ("  " if i < len(lines[:MOST_LINES]) - 1 else "")
             for i, line in enumerate(lines[:MOST_LINES])] + [""]

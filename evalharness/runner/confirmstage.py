@@ -14,6 +14,7 @@ from typing import Callable
 
 from evalharness.analysis.confirm import confirm_tasks, finalists, try_level
 from evalharness.analysis.confirmation import explored_candidates, operating_step, refresh_confirmation
+from evalharness.analysis.decision import decide
 from evalharness.analysis.equivalence import DEFAULT_ALPHA
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.records.confirm import launch_id
@@ -140,6 +141,7 @@ def run_confirmation(matrix: Matrix, run: RunResult, reference: Cell, cells: dic
                 INTERRUPT.raise_pending()
         with INTERRUPT.deferred():
             refresh_confirmation(run, out_dir)
+            run.decision = decide(run)
             save()
         verdict = this.verdict
         if verdict is not None:
@@ -149,4 +151,5 @@ def run_confirmation(matrix: Matrix, run: RunResult, reference: Cell, cells: dic
                 break
     with INTERRUPT.deferred():
         record.complete = True
+        run.decision = decide(run)  # no longer pending: what the tries confirmed, or nothing
         save()

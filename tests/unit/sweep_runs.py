@@ -3,6 +3,7 @@ per-request latencies, so goodput, the SLO, the front and the recommendation can
 
 from __future__ import annotations
 
+from evalharness.analysis.decision import decide
 from evalharness.records.drift import CellDrift, TaskDrift
 from evalharness.records.measures import Percentiles, RepeatFigures, ScenarioResult
 from evalharness.records.run import CellResult, RunMeta, RunResult
@@ -54,5 +55,7 @@ def sweep_run(cells: list[CellResult], *, concurrency: list[int], slo: dict | No
               "report": report}
     meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m.yaml", started_at="t",
                    matrix=matrix)
-    return RunResult(meta=meta, reference=cells[0].id, cell_order=[c.id for c in cells],
-                     cells={c.id: c for c in cells}, complete=True)
+    run = RunResult(meta=meta, reference=cells[0].id, cell_order=[c.id for c in cells],
+                    cells={c.id: c for c in cells}, complete=True)
+    run.decision = decide(run)  # as the runner's refresh leaves a finished run (analysis/decision.py)
+    return run

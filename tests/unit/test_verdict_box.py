@@ -77,3 +77,23 @@ def test_the_report_ends_with_how_to_read_it_and_cites_no_repository_file(tmp_pa
                  "look", "screening", "set aside", "KL", "flips", "A/A"):
         assert f"- **{term}" in reading or f"/ {term}" in reading, term
     assert not re.search(r"\b(docs|analysis|render|phases|serving|runner|records)/[\w/]+\.(md|py)\b", text)
+
+
+def test_what_ships_is_decided_once_and_every_renderer_reads_it(tmp_path):
+    """analysis/decision.py decides with the drift and saves the record; no render module imports the rules that
+    choose (recommend, confirm, confirmation, decision), and a run whose record says otherwise is shown as recorded."""
+    import ast
+    from pathlib import Path
+
+    import evalharness.render as render
+
+    choosing = {"evalharness.analysis.recommend", "evalharness.analysis.decision", "evalharness.analysis.confirm",
+                "evalharness.analysis.confirmation"}
+    for path in Path(render.__file__).parent.glob("*.py"):
+        imported = {node.module for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)}
+        assert not imported & choosing, path.name
+    run = _three(tmp_path)
+    assert run.decision.kind == "single" and run.decision.pick == "fast"
+    assert run.decision.runner_up.cell == "faster" and run.decision.runner_up.reason == "inconclusive"
+    run.decision = run.decision.model_copy(update={"pick": None, "kind": "none", "recommendation": None})
+    assert "**Ship" not in render_markdown(run)  # the renderer shows the record, it does not decide again

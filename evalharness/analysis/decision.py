@@ -1,0 +1,68 @@
+"""The run's decision, computed once (issue 58, 1): after the drift and the confirmation are decided
+(analysis/drift.py refresh_drift calls `decide` last), what the run ships and why, saved as records/decision.py's
+Decision in results.json. A two-stage run ships only what its fresh launches confirmed (analysis/confirmation.py); a
+one-stage run ships the recommendation (analysis/recommend.py); either way the fastest cells credibly faster than
+the reference that were not shipped are kept with what held them back. Renderers read the record and decide nothing.
+
+Pure: reads a RunResult whose drift and confirmation are refreshed; imports analysis and records only.
+"""
+
+from __future__ import annotations
+
+from evalharness.analysis.equivalence import envelope_task
+from evalharness.analysis.pareto import vs_reference
+from evalharness.analysis.recommend import recommend
+from evalharness.records.decision import Decision, Held, Recommendation
+from evalharness.records.run import RunResult
+
+
+def held(run: RunResult, cid: str, rec: Recommendation | None = None) -> Held:
+    """Why a faster cell was not shipped: the task that held it (a matrix task before a length bucket; worse before
+    inconclusive), the choice among candidates (equivalent by its own tests, not once Holm counts the choice), or a
+    faster cell shipped instead."""
+    verdict = vs_reference(run, cid)
+    out = Held(cell=cid, ratio=verdict.ratio if verdict is not None else None)
+    drift = run.cells[cid].drift
+    if drift is None:
+        return out
+    tasks = [t for t in drift.tasks if t.outcome in ("worse", "inconclusive") and t.margin is not None]
+    if tasks:
+        worst = max(tasks, key=lambda t: (not envelope_task(t.task), t.outcome == "worse", -(t.ci_low or 0.0)))
+        out.reason, out.task, out.margin = worst.outcome, worst.task, worst.margin  # type: ignore[assignment]
+        out.bound = -worst.ci_low if worst.ci_low is not None else None
+    elif rec is not None and rec.cell is None and rec.candidate == cid and rec.p_adjusted is not None:
+        out.reason, out.p_adjusted, out.candidates = "choice", rec.p_adjusted, rec.candidates
+    elif drift.outcome == "equivalent":
+        out.reason = "slower"
+    return out
+
+
+def _faster(run: RunResult, skip: set[str | None]) -> list[tuple[float, str]]:
+    out = []
+    for cid in run.cell_order:
+        if cid in skip or cid == run.reference or cid not in run.cells:
+            continue
+        verdict = vs_reference(run, cid)
+        if verdict is not None and verdict.faster:
+            out.append((verdict.ratio, cid))
+    return sorted(out, reverse=True)
+
+
+def decide(run: RunResult) -> Decision:
+    """The decision of a run whose drift (and confirmation) are refreshed."""
+    if run.reference not in run.cells or len(run.cells) < 2:
+        return Decision()
+    rec = None
+    if run.confirmation is not None:
+        shipped = next((t.finalist for t in run.confirmation.tries if t.verdict and t.verdict.confirmed), None)
+        decision = Decision(kind="confirmed" if shipped else "none" if run.confirmation.complete else "pending",
+                            pick=shipped)
+    else:
+        rec = recommend(run)
+        decision = Decision(kind="single" if rec.cell else "none", pick=rec.cell, recommendation=rec)
+        if rec.cell is None and rec.candidate is not None:
+            decision.candidate = held(run, rec.candidate, rec)
+    others = _faster(run, {decision.pick, decision.candidate.cell if decision.candidate else None})
+    if others:
+        decision.runner_up = held(run, others[0][1], rec)
+    return decision
