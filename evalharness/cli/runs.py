@@ -123,9 +123,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     except RunError as exc:
         return fail(str(exc))
     print(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary() or 'no cells finished'}")
+    _print_verdict(run)
     print(f"report: {out_dir / 'report.md'}")
     print(f"results: {out_dir / 'results.json'}")
     return status
+
+
+def _print_verdict(run) -> None:
+    """The report's verdict box, as plain lines, where the run decided something (issue 58, 7)."""
+    from evalharness.render.verdict import verdict_plain
+
+    lines = verdict_plain(run)
+    if lines:
+        print("", *lines, "", sep="\n")
 
 
 def _plan(matrix, cells: int, previous: Path | None, tok_s: float | None = None, budget: float | None = None,
@@ -224,6 +234,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         render_all(run, out_dir)
     except ResultsError as exc:
         return fail(str(exc))
+    _print_verdict(run)
     print(f"report: {out_dir / 'report.md'}")
     print(f"html: {out_dir / 'report.html'}")
     return 0

@@ -30,6 +30,7 @@ from evalharness.render.drift import interval_text, verdict_text
 from evalharness.render.nodes import measured_on
 from evalharness.render.plot import CURVE_X_LABEL, CURVE_Y_LABEL, load_label
 from evalharness.render.recommend import launch_command, recommendation_lines
+from evalharness.render.verdict import verdict_plain
 from evalharness.render.pareto import vs_reference_text
 from evalharness.render.throughput import disturbed_notes, kept_range, tok_s_text
 
@@ -326,6 +327,7 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
                     f"{meta.git_revision or 'no git revision'}; started {meta.started_at}; measured on "
                     f"{measured_on(run)}."),
         "reference": run.reference,
+        "verdict": verdict_plain(run),  # the report's verdict box (render/verdict.py), plain text
         "recommendation": " ".join(line for line in recommendation_lines(run, with_command=False, plain=True) if line),
         "recommended": pick,
         "launch": launch_command(shipped.argv, shipped.env) if shipped is not None else None,

@@ -376,6 +376,7 @@
     };
     page.replaceChildren(
       el("h1", {}, data.title), el("p", {class: "summary"}, data.summary),
+      (data.verdict || []).length ? el("section", {id: "verdict"}, el("blockquote", {class: "verdict"}, data.verdict.map((line) => el("p", {}, line)))) : null,
       el("section", {id: "recommendation"}, el("p", {class: "recommendation"}, data.recommendation || "No recommendation: the run has no finished reference and other cell."),
         data.launch ? el("details", {}, el("summary", {}, "its launch command"), el("pre", {}, data.launch)) : null),
       chartSection(data, select), curvesSection(data), tableSection(data, select), callsSection(data), batchingSection(data), lengthSection(data), documentsSection(data), probesSection(data), settingsSection(data),

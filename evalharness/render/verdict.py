@@ -10,6 +10,9 @@ render/names.py and analysis/equivalence's `envelope_task` (which tasks are leng
 
 from __future__ import annotations
 
+import html
+import re
+
 from evalharness.analysis.equivalence import envelope_task
 from evalharness.records.decision import Held
 from evalharness.records.run import CellResult, RunResult
@@ -157,3 +160,15 @@ def verdict_box(run: RunResult) -> list[str]:
     lines.append(_health(run))
     return [f"> {line}" + ("  " if i < len(lines[:MOST_LINES]) - 1 else "")
             for i, line in enumerate(lines[:MOST_LINES])] + [""]
+
+
+def verdict_plain(run: RunResult) -> list[str]:
+    """The verdict box as plain lines for a terminal and for report.html (no Markdown marks, nothing escaped: the
+    caller prints or inserts them as text)."""
+    out = []
+    for line in verdict_box(run):
+        if not line:
+            continue
+        text = line.removeprefix("> ").rstrip().replace("**", "").replace("`", "")
+        out.append(re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>])", r"\1", html.unescape(text)))
+    return out

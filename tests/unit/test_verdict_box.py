@@ -8,6 +8,7 @@ from evalharness.analysis.drift import refresh_drift
 from evalharness.render.report import render_markdown, summary_markdown
 from evalharness.render.verdict import verdict_box
 from tests.unit.test_confirmation_stage import _explored, _launches
+from tests.headless import browser, open_page  # noqa: F401  (browser is a fixture)
 from tests.unit.test_equivalence import _run_with, _scores
 
 SAME = [1.0] * 150 + [0.0] * 50
@@ -97,3 +98,26 @@ def test_what_ships_is_decided_once_and_every_renderer_reads_it(tmp_path):
     assert run.decision.runner_up.cell == "faster" and run.decision.runner_up.reason == "inconclusive"
     run.decision = run.decision.model_copy(update={"pick": None, "kind": "none", "recommendation": None})
     assert "**Ship" not in render_markdown(run)  # the renderer shows the record, it does not decide again
+
+
+def test_run_report_and_the_page_end_and_open_with_the_same_verdict(tmp_path, capsys, browser):
+    """`report` prints the box as plain lines (as `run` does at its end); report.html shows them first, as text: a
+    hostile cell name stays text."""
+    from evalharness.cli import main
+    from evalharness.render.html import render_html
+    from evalharness.render.verdict import verdict_plain
+    hostile = "fast <img src=x onerror=alert(1)>"
+    cells = {"ref": _scores(tmp_path, "ref", {"t": SAME}), hostile: _scores(tmp_path, hostile, {"t": SAME})}
+    run = _run_with(tmp_path, cells, gate={"margin": 0.05}, tok_s={"ref": 10.0, hostile: 13.0})
+    refresh_drift(run, tmp_path)
+    plain = verdict_plain(run)
+    assert plain[0].startswith(f"Ship {hostile}: 1.30x (at least ") and not any("**" in line for line in plain)
+    assert main(["report", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert plain[0] in printed and printed.index(plain[0]) < printed.index("report: ")
+    page = tmp_path / "report.html"
+    page.write_text(render_html(run, tmp_path), encoding="utf-8")
+    open_page(browser, page)
+    shown = browser.find_element("css selector", "#verdict").text.splitlines()
+    assert shown == plain
+    assert browser.execute_script("return document.querySelectorAll('#page img, #page script').length") == 0
