@@ -39,6 +39,16 @@ def _launches(tmp_path: Path, run, finalist_answers: list[float], finalist_tok_s
     run.confirmation.launches.update(launched.cells)
 
 
+def confirmed_run(tmp_path: Path, finalist_answers: list[float]):
+    """Explored, then one try of two launches a side (the finalist at 20 tok/s against 10) decided with the drift."""
+    run = _explored(tmp_path)
+    run.confirmation = start_record(run, tries=1)
+    _launches(tmp_path, run, finalist_answers, 20.0)
+    run.confirmation.complete = True
+    refresh_drift(run, tmp_path)
+    return run
+
+
 def test_exploration_hands_the_fastest_cell_it_did_not_rule_out_to_confirmation(tmp_path):
     record = start_record(_explored(tmp_path), tries=1)
     assert record.order == ["fast"]
@@ -61,11 +71,7 @@ def test_a_finalist_confirmed_on_its_own_launches_is_shipped_with_what_it_rests_
 
 def test_a_finalist_worse_on_a_task_in_confirmation_is_not_shipped(tmp_path):
     # exploration saw it unchanged; its relaunches lose a quarter of the answers
-    run = _explored(tmp_path)
-    run.confirmation = start_record(run, tries=1)
-    _launches(tmp_path, run, [1.0] * 200 + [0.0] * 200, 20.0)
-    run.confirmation.complete = True
-    refresh_drift(run, tmp_path)
+    run = confirmed_run(tmp_path, [1.0] * 200 + [0.0] * 200)
     assert not run.confirmation.tries[0].verdict.confirmed
     line = recommendation_lines(run)[0]
     assert line.startswith("**No recommendation: keep the reference**: no finalist was confirmed")

@@ -7,7 +7,7 @@ import re
 from evalharness.analysis.drift import refresh_drift
 from evalharness.render.report import render_markdown, summary_markdown
 from evalharness.render.verdict import verdict_box
-from tests.unit.test_confirmation_stage import _explored, _launches
+from tests.unit.test_confirmation_stage import confirmed_run
 from tests.headless import browser, open_page  # noqa: F401  (browser is a fixture)
 from tests.unit.test_equivalence import _run_with, _scores
 
@@ -57,13 +57,7 @@ def test_no_pick_says_keep_the_reference_and_why(tmp_path):
 
 
 def test_a_two_stage_run_ships_only_what_its_fresh_launches_confirmed(tmp_path):
-    run = _explored(tmp_path)
-    from evalharness.runner.confirmstage import start_record
-
-    run.confirmation = start_record(run, tries=1)
-    _launches(tmp_path, run, [1.0] * 300 + [0.0] * 100, 20.0)
-    run.confirmation.complete = True
-    refresh_drift(run, tmp_path)
+    run = confirmed_run(tmp_path, [1.0] * 300 + [0.0] * 100)
     box = [line for line in verdict_box(run) if line]
     assert box[0].startswith("> **Ship `fast`**: ") and "confirmed on 2 fresh launches against 2" in box[0]
     assert _words(box[0]) <= 40
