@@ -51,6 +51,9 @@ class Settings(_Strict):
     """What one axis value adds to the base launch, or changes: the engine that serves the cell and its command."""
 
     description: str | None = None
+    label: str | None = Field(None, min_length=1, max_length=24, pattern=r"^[\w.+:-]+$", description="how reports "
+                              "name a cell with this value (default: the value, or axis=value where the value alone "
+                              "does not tell its axis), e.g. `mtp` for nextn: on")
     engine: LaunchedEngine | None = Field(None, description="serve the cells with this value on this engine instead "
                                           "of the matrix's (the engine as an axis); give its own `command` and the "
                                           "flags only it takes in this value's args")

@@ -1,5 +1,5 @@
 """The names a reader sees for cells (issue 58, 3): a cell by what differs from the reference (`compiled`,
-`bfloat16 + bad_rope`, `deepgemm=off`: a value alone where it names its axis, else `axis=value`), the reference as
+`bfloat16+bad_rope`, `deepgemm=off`: a value alone where it names its axis, else `axis=value`), the reference as
 "reference", and one key table from those names back to the
 ids that results.json and the run folder keep. Ids of at most SHORT characters (a matrix's own `cells:` names, most
 tests') are shown as they are: a name is only worth a key where the id is too long to read.
@@ -20,12 +20,15 @@ SHORT = 30  # characters: an id this long or shorter is its own name
 
 def short_names(run: RunResult) -> dict[str, str]:
     """{cell id: the name shown} for every cell of the run whose id is longer than SHORT: the axes whose value
-    differs from the reference's, joined by ' + ' in the matrix's axis order, each its value alone where that value
-    tells its axis (_telling_values), else `axis=value`; the reference 'reference'.
+    differs from the reference's, joined by '+' in the matrix's axis order, each the value's `label:` where the
+    matrix gives one, else its value alone where that value tells its axis (_telling_values), else `axis=value`;
+    the reference 'reference'.
     A cell whose axes do not tell it apart (the same values as another, or as the reference) keeps its id."""
     reference = run.cells.get(run.reference)
     base = reference.axes if reference is not None else {}
     telling = _telling_values(run)
+    labels = {(axis, value): settings.get("label") for axis, values in (run.meta.matrix.get("axes") or {}).items()
+              for value, settings in (values or {}).items() if isinstance(settings, dict) and settings.get("label")}
     names: dict[str, str] = {}
     for cid in run.cell_order:
         cell = run.cells.get(cid)
@@ -34,9 +37,9 @@ def short_names(run: RunResult) -> dict[str, str]:
         if cid == run.reference:
             names[cid] = "reference"
             continue
-        differs = [value if value in telling else f"{axis}={value}" for axis, value in cell.axes.items()
-                   if base.get(axis) != value]
-        names[cid] = " + ".join(differs) if differs else cid
+        differs = [labels.get((axis, value)) or (value if value in telling else f"{axis}={value}")
+                   for axis, value in cell.axes.items() if base.get(axis) != value]
+        names[cid] = "+".join(differs) if differs else cid
     taken: dict[str, list[str]] = {}
     for cid, name in names.items():
         taken.setdefault(name, []).append(cid)

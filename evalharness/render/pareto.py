@@ -1,6 +1,6 @@
-"""The report's Pareto section (issue 58, 4): the decision's table, at most seven columns (the cell, the front, its
-figure, the speed verdict, the accuracy verdict), then the figures behind the verdicts in a table of their own, and
-the cells not on the chart. Pure: reads records and the analysis' verdicts; decides nothing of its own.
+"""The report's Pareto section (issue 58, 4): the decision's table, four columns (the cell, its figure, the speed
+verdict, the accuracy verdict), then the figures behind the verdicts (the front among them) in a table of their own,
+and the cells not on the chart. Pure: reads records and the analysis' verdicts; decides nothing of its own.
 """
 
 from __future__ import annotations
@@ -52,14 +52,14 @@ def pareto_section(run: RunResult) -> list[str]:
                 same_text = kl_text(d.distribution.reverse)
         rows.append([
             f"`{cid}`",
-            "**yes**" if point and point.on_front else ("no" if point else ""),
             "" if tp is None else _figure_mean(run, cid),
             "" if tp is None or ref_tp is None else vs_reference_text(run, cid)
             + (" (other machine)" if other_kind(run, cid) else ""),
             verdict,
         ])
-        detail.append([f"`{cid}`", "" if tp is None else figure_text(run, cid), acc, p_text, flips, agree, dist_text,
-                       same_text, ", ".join(f"`{c}`" for c in point.dominated_by) if point else ""])
+        detail.append([f"`{cid}`", "**yes**" if point and point.on_front else ("no" if point else ""),
+                       "" if tp is None else figure_text(run, cid), acc, p_text, flips, agree, dist_text, same_text,
+                       ", ".join(f"`{c}`" for c in point.dominated_by) if point else ""])
     if not rows:
         return []
     unit = chart.axis.split(" ", 2)[0] + " tok/s" if "goodput" in chart.axis else "output tok/s"
@@ -70,13 +70,14 @@ def pareto_section(run: RunResult) -> list[str]:
            "**equivalent** cells are tied with the reference on accuracy, **inconclusive** ones rank below them and "
            "**worse** ones below that, so noise never makes a cell dominate; `drop ≤ x` is the largest one-sided 95% "
            "upper bound of a task's drop.", "",
-           markdown_table(["cell", "on front", f"{md_text(unit)} ↑", "vs reference ↑", "accuracy verdict"], rows), "",
-           "The figures behind them: the kept repeats' range of the figure; pooled Δ, the mean of the tasks' Δ (tasks "
+           markdown_table(["cell", f"{md_text(unit)} ↑", "vs reference ↑", "accuracy verdict"], rows), "",
+           "The figures behind them: whether the cell is on the Pareto front (no cell both faster by the speed rule "
+           "and no worse by the verdicts); the kept repeats' range of the figure; pooled Δ, the mean of the tasks' Δ (tasks "
            "weighted equally), cell minus reference, with a 90% interval, and its two-sided p; flips, right→wrong / "
            "wrong→right over tasks with single 0/1 samples; the probes answered identically; KL per token in nats "
            "with a 90% interval, each direction on the sampling side's own tokens (Numerics, below); the cells that "
            "dominate it.", "",
-           markdown_table(["cell", f"{md_text(unit)} (kept repeats)", "pooled Δ [90%]", "p", "flips",
+           markdown_table(["cell", "on front", f"{md_text(unit)} (kept repeats)", "pooled Δ [90%]", "p", "flips",
                            "probes identical", "KL(ref‖cell) [90%]", "KL(cell‖ref) [90%]", "dominated by"], detail), ""]
     if mixed_caveat(run):
         out[2:2] = [mixed_caveat(run), ""]

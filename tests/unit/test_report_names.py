@@ -32,7 +32,7 @@ def _demo_like(tmp_path):
 def test_long_ids_are_shown_by_what_differs_and_the_key_table_maps_them_back(tmp_path):
     run = _demo_like(tmp_path)
     names = short_names(run)
-    assert list(names.values()) == ["reference", "compiled", "bfloat16 + bad_rope"]  # each value names its axis
+    assert list(names.values()) == ["reference", "compiled", "bfloat16+bad_rope"]  # each value names its axis
     for text in (render_markdown(run), summary_markdown(run)):
         key = text[text.index("Cell names"):]
         end = key.find("\n\n", key.index("| name"))
@@ -41,7 +41,7 @@ def test_long_ids_are_shown_by_what_differs_and_the_key_table_maps_them_back(tmp
         assert not [m for m in re.findall(r"`([^`]+)`", outside) if m in AXES]  # no id as a cell's name
         assert "| compiled | dtype-float32.spec-off.compile-compiled.fault-none | - --enforce-eager |" in key
         assert "+ --dtype bfloat16; + --hf-overrides" in key
-        assert "`bfloat16 + bad_rope`" in outside
+        assert "`bfloat16+bad_rope`" in outside
         first = text[text.index("| cell"):].split("\n\n")[0].splitlines()  # the first table, alone
         assert first[0].count("|") - 1 <= 7 and max(len(line) for line in first) <= 120
 
@@ -89,6 +89,18 @@ def test_a_24_cell_run_fits_a_pull_request_comment(tmp_path):
     refresh_drift(run, tmp_path)
     summary = summary_markdown(run)
     assert len(summary) < 65_536
-    # a value shared by two axes, or a switch's on/off, keeps its axis: 'moe=deepgemm + flashinfer + nextn=off'
+    # a value shared by two axes, or a switch's on/off, keeps its axis: 'moe=deepgemm+flashinfer+nextn=off'
     assert short_names(run)["moe-deepgemm.fp4-flashinfer.deepgemm-on.nextn-off"] == \
-        "moe=deepgemm + flashinfer + nextn=off"
+        "moe=deepgemm+flashinfer+nextn=off"
+    # a matrix may give a value a label (as sm120's do): the names, and the first table, shorten
+    run.meta.matrix["axes"] = {"moe": {"triton": {"label": "moe-triton"}, "cutlass": {"label": "moe-cutlass"},
+                                       "deepgemm": {"label": "moe-dg"}},
+                               "fp4": {"cutlass": {"label": "fp4-cutlass"}, "flashinfer": {"label": "fp4-fi"}},
+                               "deepgemm": {"on": {"label": "dg"}, "off": {"label": "no-dg"}},
+                               "nextn": {"on": {"label": "mtp"}, "off": {"label": "no-mtp"}}}
+    names = short_names(run)
+    assert names["moe-deepgemm.fp4-flashinfer.deepgemm-off.nextn-off"] == "moe-dg+fp4-fi+no-dg+no-mtp"
+    report = render_markdown(run)
+    first = report[report.index("| cell"):].split("\n\n")[0].splitlines()
+    # 4 columns, within 120 characters (sm120's longest label name, 'moe-cutedsl+fp4-cutlass+no-dg+mtp', is 33)
+    assert first[0].count("|") - 1 <= 7 and max(len(line) for line in first) <= 120, max(first, key=len)
