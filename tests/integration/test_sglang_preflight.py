@@ -37,8 +37,8 @@ def test_the_story_matrix_passes_the_real_parser(sglang_python):
      "unrecognized arguments: --mamba-scheduler-strategy extra_buffer"),
     ("args: {--moe-runner-backend: flashinfer_trtllm}", "args: {--moe-runner-backend: flashinfer_trtlm}",
      "argument --moe-runner-backend: invalid choice: 'flashinfer_trtlm'"),
-    ("off: {env: {SGLANG_ENABLE_JIT_DEEPGEMM: \"0\"}}",
-     "off: {env: {SGLANG_ENABLE_JIT_DEEPGEMM: \"0\", SGLANG_ENABLE_SPEC_V2: \"1\"}}",
+    ("off: {label: no-dg, env: {SGLANG_ENABLE_JIT_DEEPGEMM: \"0\"}}",
+     "off: {label: no-dg, env: {SGLANG_ENABLE_JIT_DEEPGEMM: \"0\", SGLANG_ENABLE_SPEC_V2: \"1\"}}",
      "environment variables that sglang 0.5.23 does not define: SGLANG_ENABLE_SPEC_V2"),
 ])
 def test_what_the_installed_version_lacks_is_rejected(sglang_python, tmp_path, old, new, expected):
@@ -66,8 +66,10 @@ def test_without_sglang_it_fails_unless_told_not_to_check(tmp_path, monkeypatch)
 def test_direct_reads_and_the_sgl_prefix_are_known(sglang_python, tmp_path):
     """SGLANG_HEALTH_CHECK_TIMEOUT is read with os.getenv (sglang/srt/entrypoints/http_server.py), not through Envs;
     SGL_ENABLE_JIT_DEEPGEMM is rewritten to SGLANG_ENABLE_JIT_DEEPGEMM (sglang/srt/environ.py); a misspelt one is not."""
-    text = SM120.read_text().replace('off: {env: {SGLANG_ENABLE_JIT_DEEPGEMM: "0"}}',
-                                     'off: {env: {SGL_ENABLE_JIT_DEEPGEMM: "0", SGLANG_HEALTH_CHECK_TIMEOUT: "60"}}')
+    old = 'off: {label: no-dg, env: {SGLANG_ENABLE_JIT_DEEPGEMM: "0"}}'
+    assert old in SM120.read_text()
+    text = SM120.read_text().replace(old, 'off: {label: no-dg, env: {SGL_ENABLE_JIT_DEEPGEMM: "0", '
+                                          'SGLANG_HEALTH_CHECK_TIMEOUT: "60"}}')
     path = tmp_path / "m.yaml"
     path.write_text(text)
     proc = validate(path, sglang_python)
