@@ -118,7 +118,8 @@ def _confirmed_box(run: RunResult, names: dict[str, str]) -> list[str]:
     answers = "Answers: no task confirmed." if not tasks else (
         f"Answers: not worse than the reference by {_margins([t.margin for t in tasks])} on {len(tasks)} "
         f"task{'s' if len(tasks) != 1 else ''} ({_documents([t.documents for t in tasks])} of confirmation's "
-        f"own; largest drop at most {max(t.upper for t in tasks if t.upper is not None):.3f}).")
+        f"own" + (f"; largest drop at most {worst:.3f}" if (worst := max(
+            (t.upper for t in tasks if t.upper is not None), default=None)) is not None else "") + ").")
     lines = [first, answers]
     before = [t for t in record.tries if t is not shipped and t.verdict is not None]
     if before:
