@@ -51,7 +51,7 @@ def _faster(run: RunResult, skip: set[str | None]) -> list[tuple[float, str]]:
 def decide(run: RunResult) -> Decision:
     """The decision of a run whose drift (and confirmation) are refreshed."""
     if run.reference not in run.cells or len(run.cells) < 2:
-        return Decision()
+        return Decision(gate=run.decision.gate if run.decision is not None else None)
     rec = None
     if run.confirmation is not None:
         shipped = next((t.finalist for t in run.confirmation.tries if t.verdict and t.verdict.confirmed), None)
@@ -65,4 +65,5 @@ def decide(run: RunResult) -> Decision:
     others = _faster(run, {decision.pick, decision.candidate.cell if decision.candidate else None})
     if others:
         decision.runner_up = held(run, others[0][1], rec)
+    decision.gate = run.decision.gate if run.decision is not None else None  # the gate decided it, not this
     return decision

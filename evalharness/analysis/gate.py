@@ -38,6 +38,7 @@ from evalharness.analysis.speed import FLOOR, Side, side_of, speedup
 from evalharness.analysis.stats import PairedEvidence, paired_evidence
 from evalharness.records.drift import DistributionDrift
 from evalharness.records.baseline import Baseline, BaselineCell, BaselineTask, Thresholds
+from evalharness.records.decision import GateRecord
 from evalharness.records.measures import TaskScore
 from evalharness.records.provenance import machine_kind
 from evalharness.records.run import RunResult
@@ -227,6 +228,18 @@ def _judge_task(out: GateCell, task: GateTask, evidence: PairedEvidence, decisio
         task.reasons = [f"{where}: inconclusive: {inconclusive_words(decision, margin, limits.alpha, family_size)}; "
                         f"{settle_words(decision.settle_factor)}"]
         out.inconclusive += task.reasons
+
+
+def gate_record(result: GateResult, baseline: str, warning: str | None, at: str) -> GateRecord:
+    """The gate's outcome as the decision record keeps it (records/decision.py GateRecord): counts, the margin and
+    alpha it used, the first line that failed it or left it open."""
+    counts = {o: sum(c.outcome == o for c in result.cells) for o in ("pass", "fail", "inconclusive")}
+    margin = result.thresholds.get("margin", result.thresholds.get("max_accuracy_drop"))
+    first = (result.violations or [None])[0] if result.outcome == "fail" else \
+        (result.inconclusive or [None])[0] if result.outcome == "inconclusive" else None
+    return GateRecord(baseline=baseline, outcome=result.outcome, cells=len(result.cells), passed=counts["pass"],
+                      failed=counts["fail"], inconclusive=counts["inconclusive"], margin=margin,
+                      alpha=result.thresholds.get("alpha", 0.05), first=first, warning=warning, at=at)
 
 
 def inconclusive_words(decision, margin: float, alpha: float, family_size: int) -> str:

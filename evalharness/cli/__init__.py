@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "cluster.ray (default 'auto': RAY_ADDRESS or the cluster started on this machine)")
     run.add_argument("--over-budget", action="store_true", help="run even when quality.budget_hours cannot reach "
                      "the margins (the plan printed at the start says what it reaches)")
+    _baseline_options(run, "after the run, gate it")
     run.set_defaults(func=cmd_run)
 
     report = sub.add_parser("report", help="re-render report.md, report.html and the rest from a run folder's "
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("dir", help="a run folder (its results.json)")
     report.add_argument("--html", action="store_true", help="write only report.html: one self-contained page "
                         "(chart, sortable cells, every document's answers beside the reference's) that opens from disk")
+    _baseline_options(report, "gate the run")
     report.set_defaults(func=cmd_report)
 
     baseline = sub.add_parser("baseline", help="save a baseline from a finished run")
@@ -128,6 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", help="also write the results here")
     bench.set_defaults(func=cmd_bench)
     return parser
+
+
+def _baseline_options(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--baseline", help=f"{what} against this baseline file as `gate` does: the outcome opens "
+                        "the reports (the verdict box's Gate line) and sets the exit status (0 pass, 1 fail, "
+                        "3 inconclusive)")
+    parser.add_argument("--cell", action="append", metavar="RUN_ID[=BASELINE_ID]", help="with --baseline: gate "
+                        "these cells (as `gate --cell`)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -123,9 +123,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     except RunError as exc:
         return fail(str(exc))
     print(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary() or 'no cells finished'}")
+    if args.baseline and not status:  # an interrupted run is gated once it is finished
+        status = _gate(run, out_dir, args)
     _print_verdict(run)
     print(f"report: {out_dir / 'report.md'}")
     print(f"results: {out_dir / 'results.json'}")
+    return status
+
+
+def _gate(run, out_dir: Path, args: argparse.Namespace) -> int:
+    """--baseline on `run` / `report`: the gate's outcome kept in the decision record and the reports rendered
+    again with it (`report` renders them next anyway); its exit status (cli/verdicts.py gate_run)."""
+    from evalharness.cli.verdicts import gate_run, record_gate
+
+    status = gate_run(run, out_dir, args.baseline, args.cell, None)
+    if status != 2:
+        record_gate(run, out_dir)
     return status
 
 
@@ -221,6 +234,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ResultsError as exc:
         return fail(str(exc))
     refresh_drift(run, out_dir)
+    if args.baseline:  # gated, saved and every report rendered with the gate's line
+        gated = _gate(run, out_dir, args)
+        if gated != 2:
+            _print_verdict(run)
+            print(f"report: {out_dir / 'report.md'}")
+        return gated
     if args.html:
         from evalharness.render.html import write_html
 

@@ -13,29 +13,49 @@ INCONCLUSIVE_EXIT = 3  # neither pass nor fail: the samples cannot settle the ma
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from evalharness.analysis.drift import refresh_drift
-    from evalharness.analysis.gate import evaluate, machine_warning
-    from evalharness.records.baseline import BaselineError, load_baseline
-    from evalharness.records.io import ResultsError, atomic_write_text, load_run
+    from evalharness.records.io import ResultsError, load_run
 
     run_dir = Path(args.dir)
     try:
         run = load_run(run_dir)
-        baseline = load_baseline(Path(args.baseline))
         refresh_drift(run, run_dir)
-        result = evaluate(run, run_dir, baseline, cell_mapping(args.cell))
+    except ResultsError as exc:
+        return fail(str(exc))
+    status = gate_run(run, run_dir, args.baseline, args.cell, args.json)
+    if status != 2:
+        record_gate(run, run_dir)
+    return status
+
+
+def gate_run(run, run_dir: Path, baseline_path: str, cells: list[str] | None, json_path: str | None) -> int:
+    """Gate a loaded, refreshed run against a baseline file: prints the outcome, keeps it in the run's decision record
+    (the verdict box's "Gate:" line) and returns the gate's exit status (0 pass, 1 fail, 2 bad input, 3
+    inconclusive). `gate`, and `run` / `report` with --baseline, call it."""
+    from evalharness.analysis.decision import decide
+    from evalharness.analysis.gate import evaluate, gate_record, machine_warning
+    from evalharness.records.baseline import BaselineError, load_baseline
+    from evalharness.records.io import ResultsError, atomic_write_text
+    from evalharness.records.provenance import now_iso
+
+    try:
+        baseline = load_baseline(Path(baseline_path))
+        result = evaluate(run, run_dir, baseline, cell_mapping(cells))
     except (ResultsError, BaselineError) as exc:  # BaselineError covers GateError
         return fail(str(exc))
-    if args.json:
+    if json_path:
         try:
-            atomic_write_text(Path(args.json), result.model_dump_json(indent=1) + "\n")
+            atomic_write_text(Path(json_path), result.model_dump_json(indent=1) + "\n")
         except OSError as exc:
-            return fail(f"cannot write {args.json}: {exc}")
+            return fail(f"cannot write {json_path}: {exc}")
     warning = machine_warning(run, baseline)
+    if run.decision is None:
+        run.decision = decide(run)
+    run.decision.gate = gate_record(result, baseline_path, warning, now_iso())
     if warning:
         print(f"gate: warning: {warning}")
     caveat = "; baseline from another kind of machine, see the warning" if warning else ""
     counts = {o: sum(c.outcome == o for c in result.cells) for o in ("pass", "fail", "inconclusive")}
-    where = (f"against {args.baseline} ({counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} "
+    where = (f"against {baseline_path} ({counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} "
              f"inconclusive of {len(result.cells)} cells; {result.family_size} task comparisons; "
              f"{result.thresholds}{caveat})")
     for line in result.inconclusive:
@@ -53,6 +73,21 @@ def cmd_gate(args: argparse.Namespace) -> int:
     print(f"gate: pass {where}")
     print(guarantee(baseline))
     return 0
+
+
+def record_gate(run, run_dir: Path) -> None:
+    """Save the run with its gate outcome and render its reports again, so report.md and summary.md (the pull
+    request's comment) carry the gate's line; $GITHUB_STEP_SUMMARY, which holds the run's summary, gets that line. A folder that cannot be written is said, and the gate's status stands."""
+    from evalharness.records.io import ResultsError, save_run
+    from evalharness.render.outputs import append_step_summary, render_all
+    from evalharness.render.verdict import gate_line
+
+    try:
+        save_run(run, run_dir)
+        render_all(run, run_dir, step_summary=False)
+    except (OSError, ResultsError) as exc:
+        print(f"gate: warning: the outcome is not recorded in {run_dir} ({exc}); the reports do not show it")
+    append_step_summary(f"> {gate_line(run.decision.gate)}")  # the run's summary is there already
 
 
 def guarantee(baseline) -> str:

@@ -55,6 +55,23 @@ class Held(BaseModel):
     candidates: int = 0
 
 
+class GateRecord(BaseModel):
+    """The gate's outcome against a baseline (`evalharness gate`, or `run` / `report` with --baseline), as it was
+    decided: kept with the decision so the verdict box says it; a resumed run starts without it."""
+
+    baseline: str  # the baseline file as given
+    outcome: Literal["pass", "fail", "inconclusive"]
+    cells: int = 0
+    passed: int = 0
+    failed: int = 0
+    inconclusive: int = 0
+    margin: float | dict[str, float] | None = None  # the equivalence margin the gate used (per task where it varies)
+    alpha: float = 0.05
+    first: str | None = None  # the first violation (fail) or unsettled task (inconclusive), in the gate's words
+    warning: str | None = None  # the baseline measured on another kind of machine
+    at: str = ""  # when it was decided (ISO time)
+
+
 class Decision(BaseModel):
     """What the run ships. `kind`: single (the recommendation of a one-stage run), confirmed (a two-stage run's
     finalist its fresh launches confirmed), none (keep the reference), pending (a second stage not finished)."""
@@ -64,3 +81,4 @@ class Decision(BaseModel):
     recommendation: Recommendation | None = None  # a one-stage run's full statement (analysis/recommend.py)
     candidate: Held | None = None  # no pick in one stage: the fastest faster cell, and what held it
     runner_up: Held | None = None  # the fastest other faster cell, and what held it
+    gate: GateRecord | None = None  # the gate's outcome where a baseline was given (kept when the decision is redone)

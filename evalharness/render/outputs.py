@@ -20,9 +20,10 @@ from evalharness.render.report import render_markdown, summary_markdown
 from evalharness.render.verdict import pick_of
 
 
-def render_all(run: RunResult, out_dir: Path) -> None:
+def render_all(run: RunResult, out_dir: Path, step_summary: bool = True) -> None:
     """report.md, summary.md, results.csv, report.html, pareto.png and curves.png from the saved run; the summary also
-    goes to $GITHUB_STEP_SUMMARY when it is set (appended, as GitHub expects)."""
+    goes to $GITHUB_STEP_SUMMARY when it is set (appended, as GitHub expects) unless `step_summary` is False (a
+    second rendering of one run, which appends only what it adds)."""
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "report.md", render_markdown(run))
     write_html(run, out_dir)
@@ -34,10 +35,16 @@ def render_all(run: RunResult, out_dir: Path) -> None:
         write_plot(run, out_dir / "pareto.png", pick)
         if not write_curves_plot(run, out_dir / "curves.png", pick):  # no sweep now: a curves.png left from before would lie
             (out_dir / "curves.png").unlink(missing_ok=True)
-        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary:
-            with open(step_summary, "a", encoding="utf-8") as handle:
-                handle.write(summary + "\n")
+            append_step_summary(summary)
+
+
+def append_step_summary(text: str) -> None:
+    """Append to $GITHUB_STEP_SUMMARY where it is set (GitHub Actions' job summary)."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
 
 
 def render_comparison(cmp: RunComparison, base: RunResult, head: RunResult, out_dir: Path | None,
@@ -52,8 +59,5 @@ def render_comparison(cmp: RunComparison, base: RunResult, head: RunResult, out_
         write_compare_plot(base, head, out_dir / "compare.png")
     if markdown is not None:
         atomic_write_text(markdown, summary)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as handle:
-            handle.write(summary + "\n")
+    append_step_summary(summary)
     return summary

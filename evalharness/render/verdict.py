@@ -14,7 +14,7 @@ import html
 import re
 
 from evalharness.analysis.equivalence import envelope_task
-from evalharness.records.decision import Held
+from evalharness.records.decision import GateRecord, Held
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.markdown import md_text
 from evalharness.render.names import flag_changes, short_names
@@ -88,6 +88,20 @@ def _health(run: RunResult) -> str:
     return f"Run: {len(run.cells)}/{len(run.cell_order)} cells ({run.status_summary() or 'none finished'}){asked}{aside}."
 
 
+def gate_line(gate: GateRecord) -> str:
+    """The gate's outcome against its baseline, with its thresholds, in one line (issue 58, 2)."""
+    margins = list(gate.margin.values()) if isinstance(gate.margin, dict) else \
+        [gate.margin] if gate.margin is not None else []
+    limits = f"margin {_margins(margins)}, alpha {gate.alpha:g}" if margins else f"alpha {gate.alpha:g}"
+    count = {"pass": (gate.passed, "pass"), "fail": (gate.failed, "fail"),
+             "inconclusive": (gate.inconclusive, "not settled")}[gate.outcome]
+    first = f"; first: {md_text(gate.first, 140)}" if gate.first else ""
+    machine = "; the baseline's machine differs or is unrecorded" if gate.warning else ""
+    baseline = " ".join(gate.baseline.replace("`", "'").split())  # a code span: no escapes inside it
+    return (f"Gate: **{gate.outcome.upper()}** against `{baseline}`: {count[0]} of {gate.cells} "
+            f"cell{'s' if gate.cells != 1 else ''} {count[1]} ({limits}){first}{machine}.")
+
+
 def _short_point(point: str) -> str:
     """'at p90 TTFT ≤ 1000 ms and p90 TPOT ≤ 100 ms, concurrency 4 (where ...)' without its parenthesis."""
     return point.split(" (", 1)[0].strip()
@@ -158,9 +172,9 @@ def verdict_box(run: RunResult) -> list[str]:
         up = decision.runner_up
         ratio = f", {up.ratio:.2f}x" if up.ratio is not None else ""
         lines.append(f"Runner-up: {_name(names, up.cell)}{ratio}, held back: {_held_words(up)}.")
-    lines.append(_health(run))
-    return [f"> {line}" + ("  " if i < len(lines[:MOST_LINES]) - 1 else "")
-            for i, line in enumerate(lines[:MOST_LINES])] + [""]
+    tail = ([gate_line(decision.gate)] if decision.gate is not None else []) + [_health(run)]
+    lines = lines[:MOST_LINES - len(tail)] + tail  # the pick's lines first; the gate and health always said
+    return [f"> {line}" + ("  " if i < len(lines) - 1 else "") for i, line in enumerate(lines)] + [""]
 
 
 def verdict_plain(run: RunResult) -> list[str]:

@@ -32,8 +32,11 @@ def gated_run(engine, shared_engine, tmp_path_factory):
         "throughput: {watch_host: false, scenarios: [{name: single, concurrency: 1, input_len: 64, output_len: 32, "
         "requests: 3}]}\n")))
     out = folder / "out"
-    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), timeout=2700)
-    assert proc.returncode == 0, proc.stderr
+    # gated as it runs (`run --baseline`): the reference against the committed baseline, the outcome in the report
+    proc = run_harness("run", "--matrix", str(matrix), "--out", str(out), "--baseline", str(BASELINE), "--cell",
+                       f"cell-ref={BASELINE_CELL}", timeout=2700)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gate: pass" in proc.stdout and "Gate: PASS against" in proc.stdout
     assert engine_processes() == []
     return out
 
@@ -73,4 +76,7 @@ def test_degraded_cell_fails_the_committed_baseline_readably(gated_run):
                        f"cell-degraded={BASELINE_CELL}", timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "gate: FAIL" in proc.stdout and "cell-degraded: task" in proc.stdout
+    box = "\n".join(line for line in (gated_run / "summary.md").read_text().splitlines()
+                    if line.startswith("> "))  # the verdict box, the pull request's comment
+    assert "Gate: **FAIL** against" in box and "1 of 1 cell fail" in box, box
     assert "worse: the drop's lower bound is above the margin" in proc.stdout or "hard limit" in proc.stdout

@@ -201,3 +201,31 @@ def test_a_saved_baseline_records_the_machine(tmp_path):
     run = _run(tmp_path / "run", {"ref": [1, 0]})
     run.meta.machine = {"cpu_model": "AMD EPYC 7B13", "cpu_flags": ["avx2"]}
     assert make_baseline(run, tmp_path / "run", None, Thresholds()).machine == run.meta.machine
+
+
+def test_the_gates_outcome_opens_the_report_where_a_baseline_is_given(tmp_path, capsys):
+    """Issue 58: the gate's verdict was nowhere in report.md or report.html. `gate`, and `run` / `report` with
+    --baseline, keep its outcome in the decision record; the verdict box says it (within five lines), and a plain
+    `report` later keeps saying what the gate decided."""
+    good, bad = [1] * 160 + [0] * 40, [0] * 30 + [1] * 130 + [0] * 40
+    base_dir = tmp_path / "base"
+    path = tmp_path / "baseline.json"
+    save_baseline(make_baseline(_run(base_dir, {"ref": good, "fast": good}), base_dir, None,
+                                Thresholds(max_accuracy_drop=0.05)), path)
+    _run(tmp_path / "good", {"ref": good, "fast": good})
+    assert main(["gate", str(tmp_path / "good"), "--baseline", str(path)]) == 0
+    box = [line for line in (tmp_path / "good" / "report.md").read_text().splitlines() if line.startswith("> ")]
+    assert len(box) <= 5 and any(f"Gate: **PASS** against `{path}`: 2 of 2 cells pass (margin ±0.05, alpha 0.05)"
+                                 in line for line in box), box
+    assert json.loads((tmp_path / "good" / "results.json").read_text())["decision"]["gate"]["outcome"] == "pass"
+
+    _run(tmp_path / "bad", {"ref": good, "fast": bad})
+    assert main(["report", str(tmp_path / "bad"), "--baseline", str(path)]) == 1
+    assert "gate: FAIL" in capsys.readouterr().out
+    for name in ("report.md", "summary.md"):
+        text = (tmp_path / "bad" / name).read_text()
+        assert "Gate: **FAIL**" in text and "1 of 2 cells fail" in text and "first: " in text and "worse" in text
+    assert "Gate: FAIL" in (tmp_path / "bad" / "report.html").read_text()
+    assert main(["report", str(tmp_path / "bad")]) == 0  # re-rendered without a baseline: the gate's record stands
+    assert "Gate: **FAIL**" in (tmp_path / "bad" / "report.md").read_text()
+    assert main(["report", str(tmp_path / "bad"), "--baseline", str(tmp_path / "missing.json")]) == 2
