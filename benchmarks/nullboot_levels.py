@@ -19,8 +19,13 @@ minutes. The first `--check` runs of every line are also decided by the verdict'
 (`PairedEvidence.calibrated_p` against the level; for `none`, `equivalence_bounds` inside +-margin): the script
 exits 1 if any disagree.
 
+`--regime confirm` measures instead where sm120 now decides (issue 61): its confirmation, each task on its own
+documents at its answers a side and margin (benchmarks/two_stage.py SM120_TASKS), one test at alpha / tries for one
+and two tries (`--tasks all` or names).
+
     .venv/bin/python benchmarks/nullboot_levels.py [--resamples B] [--tasks gsm8k,gpqa_diamond]
         [--sides gain,drop,none] [--looks 2,3] [--trials 20000] [--seed 1] [--first] [--check 20]
+        [--regime looks|confirm]
 """
 
 from __future__ import annotations
@@ -58,12 +63,13 @@ def decide(evidence, delta: float, side: nullboot.Side, level: float) -> tuple[b
     return (evidence._plain_p(delta, side) < level if rejected is None else bool(rejected)), rejected is not None
 
 
-def line(task, looks_at: int, level: float, side: str, trials: int, seed: int, check: int) -> dict:
+def line(task, looks_at: int, level: float, side: str, trials: int, seed: int, check: int,
+         margin: float = MARGIN) -> dict:
     """Size of one side at one look: `trials` runs of the cell at `looks_at` repeats against the full reference."""
     spec = type(task)(task.name, docs=task.docs, accuracy=task.accuracy, consistency=task.consistency,
                       cell_repeats=looks_at, reference_repeats=task.reference_repeats)
-    change, delta, test_side = {"gain": (-MARGIN, -MARGIN, "above"), "drop": (MARGIN, MARGIN, "below"),
-                                 "none": (0.0, MARGIN, "below")}[side]
+    change, delta, test_side = {"gain": (-margin, -margin, "above"), "drop": (margin, margin, "below"),
+                                 "none": (0.0, margin, "below")}[side]
     rng = np.random.default_rng([seed, zlib.crc32(f"{task.name} {looks_at} {side}".encode())])
     ref, cells = draw(spec, rng, trials, [change])
     hits = resampled = disagreed = 0
@@ -72,18 +78,46 @@ def line(task, looks_at: int, level: float, side: str, trials: int, seed: int, c
         evidence = paired_evidence(ref[i], cells[i, 0])
         start = time.perf_counter()
         if side == "none":  # the look's whole decision, both sides (PairedEvidence.equivalent)
-            rejected, boot = evidence.equivalent(MARGIN, level), bool(evidence.drops)
+            rejected, boot = evidence.equivalent(margin, level), bool(evidence.drops)
         else:
             rejected, boot = decide(evidence, delta, test_side, level)
         spent += time.perf_counter() - start
         hits += rejected
         resampled += boot
         if i < check:
-            low, high = evidence.equivalence_bounds(MARGIN, level)
-            disagreed += rejected != ((-MARGIN < low and high < MARGIN) if side == "none" else
+            low, high = evidence.equivalence_bounds(margin, level)
+            disagreed += rejected != ((-margin < low and high < margin) if side == "none" else
                                       evidence.calibrated_p(delta, test_side, level) < level)
     return dict(size=hits / trials, ratio=hits / trials / level, se=math.sqrt(level * (1 - level) / trials) / level,
                 ms=1000 * spent / max(1, resampled), resampled=resampled, disagreed=disagreed)
+
+
+def confirmation_lines(args) -> int:
+    """The sides' sizes where a shipped matrix now decides: sm120's confirmation (benchmarks/two_stage.py
+    SM120_TASKS, matrices/sm120.yaml `confirm`), one test a task at alpha / tries. Returns the disagreements with
+    the verdict's path."""
+    from benchmarks.recommendation import TaskSpec
+    from benchmarks.two_stage import SM120_TASKS
+
+    failures = 0
+    print(f"sm120's confirmation, {args.trials} runs a line; size = the side's error / the level (+- one standard error)")
+    print("| task: documents, repeats a side, margin | tries: level | side | error (none: equivalent) | "
+          "error / level | ms a decision |")
+    print("|---|---|---|---|---|---|")
+    for name, _, accuracy, margin, documents, repeats in SM120_TASKS:
+        if args.tasks != "all" and name not in args.tasks.split(","):
+            continue
+        task = TaskSpec(name, docs=documents, accuracy=accuracy, consistency=0.5, cell_repeats=repeats,
+                        reference_repeats=repeats)
+        for tries in (1, 2):
+            level = ALPHA / tries
+            for side in args.sides.split(","):
+                got = line(task, repeats, level, side, args.trials, args.seed, args.check, margin)
+                failures += got["disagreed"]
+                ratio = "(power)" if side == "none" else f"**{got['ratio']:.2f}x** +-{got['se']:.2f}"
+                print(f"| {name}: {documents}, {repeats}, {margin} | {tries}: {level:.3f} | {side} | "
+                      f"{100 * got['size']:.2f}% | {ratio} | {got['ms']:.2f} |", flush=True)
+    return failures
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,10 +131,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--first", action="store_true", help="also the first look (one repeat)")
     parser.add_argument("--looks", default="", help="only these looks (1-based, e.g. 2,3)")
     parser.add_argument("--check", type=int, default=20)
+    parser.add_argument("--regime", choices=("looks", "confirm"), default="looks", help="looks: the sequential "
+                        "looks of sm120's planned repeats; confirm: sm120's confirmation (one look a try at alpha / "
+                        "tries, its documents and repeats a side, each task's margin), tries 1 and 2")
     args = parser.parse_args(argv)
     if args.resamples:
         nullboot.resamples_for = lambda level: args.resamples
     began = time.time()
+    if args.regime == "confirm":
+        failures = confirmation_lines(args)
+        print(f"\n{time.time() - began:.0f} s; checked against calibrated_p: {failures} disagreements")
+        return 1 if failures else 0
     failures = 0
     print(f"{f'B fixed at {args.resamples}; ' if args.resamples else ''}{args.trials} runs a line, "
           f"margin {MARGIN}, alpha {ALPHA}; size = the side's error / the look's level (+- one standard error)")

@@ -28,6 +28,7 @@ from evalharness.render.batching import batching_tables
 from evalharness.render.length import length_table
 from evalharness.render.drift import interval_text, verdict_text
 from evalharness.render.nodes import measured_on
+from evalharness.render.reading import glossary
 from evalharness.render.plot import CURVE_X_LABEL, CURVE_Y_LABEL, load_label
 from evalharness.render.recommend import launch_command, recommendation_lines
 from evalharness.render.verdict import verdict_plain
@@ -343,4 +344,5 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
         "cells": [c for c in run.cell_order if c in run.cells],
         "settings": settings_diffs(run),
         "notes": notes + disturbed_notes(run) + list(run.notes),
+        "glossary": glossary(),  # "How to read this page", each term linked on its first use
     }

@@ -35,6 +35,37 @@
     return out;
   }
 
+  // --- the glossary: each term linked on its first use (render/reading.py) -----------------------------------------
+
+  function termLinker(glossary) {
+    // returns linked(text): text nodes, with the first use on the page of each term's words wrapped in a link to it
+    const byWord = new Map();
+    for (const g of glossary || []) for (const w of g.words) byWord.set(w.toLowerCase(), g.id);
+    const words = [...byWord.keys()].sort((a, b) => b.length - a.length).map((w) => w.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&"));
+    const pattern = words.length ? new RegExp(`\\b(${words.join("|")})s?\\b`, "gi") : null;
+    const done = new Set();
+    return function linked(text) {
+      const out = el("span", {});
+      let at = 0;
+      for (const found of pattern ? String(text).matchAll(pattern) : []) {
+        const id = byWord.get(found[1].toLowerCase());
+        if (done.has(id)) continue;
+        done.add(id);
+        out.appendChild(document.createTextNode(text.slice(at, found.index)));
+        out.appendChild(el("a", {href: "#" + id, class: "term", onclick: (event) => event.stopPropagation()}, found[0]));
+        at = found.index + found[0].length;
+      }
+      out.appendChild(document.createTextNode(String(text).slice(at)));
+      return out;
+    };
+  }
+
+  function readingSection(data) {
+    if (!(data.glossary || []).length) return null;
+    return section("reading", "How to read this page", el("dl", {}, data.glossary.flatMap((g) => [
+      el("dt", {id: g.id}, g.term), el("dd", {}, g.meaning + ".")])));
+  }
+
   async function loadData() {
     const box = JSON.parse(document.getElementById("eh-data").textContent);
     if (box.encoding === "json") return box.data;
@@ -172,7 +203,7 @@
 
   // --- cells table (sortable) ------------------------------------------------------------------------------------
 
-  function tableSection(data, select) {
+  function tableSection(data, select, linked) {
     const table = data.table;
     const body = el("tbody", {});
     let order = {column: -1, descending: false};
@@ -194,7 +225,7 @@
       order = {column: i, descending: order.column === i ? !order.descending : false};
       head.querySelectorAll("th").forEach((th, j) => th.setAttribute("aria-sort", j === i ? (order.descending ? "descending" : "ascending") : "none"));
       draw();
-    }}, name)));
+    }}, linked(name))));
     draw();
     return section("cells", "Cells", el("p", {class: "note"}, "Click a column to sort, a row to see its documents."),
       el("div", {class: "scroll"}, el("table", {id: "cells-table"}, el("thead", {}, head), body)));
@@ -374,13 +405,14 @@
       const cellSelect = document.getElementById("doc-cell");
       if (cellSelect && [...cellSelect.options].some((o) => o.value === cell)) { state.cell = cell; state.shown = PAGE_SIZE; state.redrawDocuments(); }
     };
+    const linked = termLinker(data.glossary);  // called in the page's order: the first use is linked
     page.replaceChildren(
       el("h1", {}, data.title), el("p", {class: "summary"}, data.summary),
-      (data.verdict || []).length ? el("section", {id: "verdict"}, el("blockquote", {class: "verdict"}, data.verdict.map((line) => el("p", {}, line)))) : null,
-      el("section", {id: "recommendation"}, el("p", {class: "recommendation"}, data.recommendation || "No recommendation: the run has no finished reference and other cell."),
+      (data.verdict || []).length ? el("section", {id: "verdict"}, el("blockquote", {class: "verdict"}, data.verdict.map((line) => el("p", {}, linked(line))))) : null,
+      el("section", {id: "recommendation"}, el("p", {class: "recommendation"}, data.recommendation ? linked(data.recommendation) : "No recommendation: the run has no finished reference and other cell."),
         data.launch ? el("details", {}, el("summary", {}, "its launch command"), el("pre", {}, data.launch)) : null),
-      chartSection(data, select), curvesSection(data), tableSection(data, select), callsSection(data), batchingSection(data), lengthSection(data), documentsSection(data), probesSection(data), settingsSection(data),
-      data.notes.length ? section("notes", "Notes", el("ul", {}, data.notes.map((n) => el("li", {}, n)))) : null);
+      chartSection(data, select), curvesSection(data), tableSection(data, select, linked), callsSection(data), batchingSection(data), lengthSection(data), documentsSection(data), probesSection(data), settingsSection(data),
+      data.notes.length ? section("notes", "Notes", el("ul", {}, data.notes.map((n) => el("li", {}, n)))) : null, readingSection(data));
     document.body.setAttribute("data-ready", String(Math.round(performance.now() - started)));
   }
 

@@ -1,9 +1,12 @@
 """The report's last section, "How to read this report" (issue 58, 6): every term the report uses, in plain words, so
-that a reader holding only report.md needs no repository file. Static words; the longer glossary is docs/glossary.md,
-whose terms these must agree with. Pure; imports nothing of the package.
+that a reader holding only report.md needs no repository file; report.html ends with the same terms and links each
+on its first use (`glossary`: an anchor and the words that name it). Static words; the longer glossary is
+docs/glossary.md, whose terms these must agree with. Pure; imports nothing of the package.
 """
 
 from __future__ import annotations
+
+import re
 
 TERMS = (
     ("reference", "the configuration every cell is compared with (the matrix's `reference:`); 1.00x by definition"),
@@ -42,3 +45,24 @@ def reading_section() -> list[str]:
     """The section's lines, last in report.md."""
     return ["## How to read this report", "",
             *(f"- **{term}**: {meaning}." for term, meaning in TERMS), ""]
+
+
+def term_words(term: str) -> list[str]:
+    """The words in running text that name a term: each ' / ' alternative up to its first mark ('drop ≤ x' ->
+    'drop', 'interval `[L%: a–b]`' -> 'interval'; 'A/A' stays whole)."""
+    words = []
+    for part in term.split(" / "):
+        found = re.match(r"[A-Za-z][A-Za-z/\- ]*[A-Za-z]|[A-Za-z]", part.strip())
+        if found:
+            words.append(found.group(0).strip())
+    return words
+
+
+def term_id(term: str) -> str:
+    return "term-" + "-".join(re.findall(r"[a-z0-9]+", term_words(term)[0].lower().replace("/", "-")))
+
+
+def glossary() -> list[dict[str, object]]:
+    """The terms for report.html: its anchor, the term, its meaning (plain text) and the words that link to it."""
+    return [{"id": term_id(term), "term": term.replace("`", ""), "meaning": meaning.replace("`", ""),
+             "words": term_words(term)} for term, meaning in TERMS]

@@ -59,7 +59,7 @@ def _controlled(rec, lengths: bool = False) -> str:
     among = "the one cell faster than the reference" if rec.candidates == 1 else \
         f"the {rec.candidates} cells faster than the reference"
     return (f"chosen among {among} with Holm's adjustment (p {rec.p_adjusted:.2g}), so the chance that the "
-            f"recommended cell is truly at or beyond a margin on one of those tasks is at most {rec.alpha:g}"
+            f"recommended cell is truly worse than the reference by a margin or more on one of those tasks is at most {rec.alpha:g}"
             + ("; the lengths are measured beside them, not covered by that bound" if lengths else ""))
 
 

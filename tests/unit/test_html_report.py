@@ -149,3 +149,29 @@ def test_flip_filter_shows_the_flipped_documents_with_both_answers(browser, smal
     rows = browser.find_elements("css selector", "#cells-table tbody tr")
     assert rows[0].get_attribute("data-cell") == run.cell_order[0]
     screenshot(browser, "synthetic-flips.png")
+
+
+def test_the_pages_terms_link_on_first_use_to_how_to_read_it(browser, small_run):
+    """Issue 58, 6: terms used before they are defined, or never. report.html ends with every term of the report's
+    "How to read" and links each on its first use (the verdict, the recommendation, the cells table's headers)."""
+    from evalharness.render.reading import TERMS
+
+    run, folder = small_run
+    page = folder / "report.html"
+    page.write_text(render_html(run, folder), encoding="utf-8")
+    open_page(browser, page)
+    terms = browser.execute_script("return [...document.querySelectorAll('#reading dt')].map((d) => [d.id, d.textContent])")
+    assert len(terms) == len(TERMS) and len({i for i, _ in terms}) == len(TERMS)
+    links = browser.execute_script("return [...document.querySelectorAll('a.term')].map((a) => "
+                                   "[a.getAttribute('href'), a.textContent, a.closest('section, th') ? "
+                                   "(a.closest('th') ? 'th' : a.closest('section').id) : ''])")
+    targets = [href for href, _, _ in links]
+    assert len(targets) == len(set(targets)), "a term is linked on its first use only"
+    assert all(browser.execute_script(f"return document.getElementById({json.dumps(h[1:])}) !== null") for h in targets)
+    assert {where for _, _, where in links} >= {"th"} and len(links) >= 5, links
+    assert dict((h, t) for h, t, _ in links).get("#term-inconclusive") == "inconclusive"  # the verdict's word
+    header = next(href for href, _, where in links if where == "th")
+    browser.find_element("css selector", f"th a.term[href='{header}']").click()
+    assert browser.execute_script("return location.hash") == header
+    rows = browser.find_elements("css selector", "#cells-table tbody tr")
+    assert [r.get_attribute("data-cell") for r in rows] == run.cell_order  # a link in a header does not sort

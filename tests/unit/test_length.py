@@ -281,7 +281,7 @@ def test_a_length_bucket_states_the_recommendations_envelope_and_rules_out_only_
     # "every task" leaves out the lengths (issue 61, 5): the line names the tasks its error bound covers, and says
     # the lengths are outside it
     assert "equivalent to the reference on its 1 task (t) within their margins" in line
-    assert "on every task" not in line and "truly at or beyond a margin on one of those tasks is at most 0.05; the " \
+    assert "on every task" not in line and "truly worse than the reference by a margin or more on one of those tasks is at most 0.05; the " \
         "lengths are measured beside them, not covered by that bound" in line
 
 
