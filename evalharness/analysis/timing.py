@@ -41,25 +41,44 @@ def outside_share(cell: CellResult) -> float | None:
     return max(0.0, 1.0 - engine / cell.duration_s)
 
 
-def estimate_total_s(run: RunResult) -> float | None:
-    """The whole matrix's wall time: the finished cells' own times, plus the reference's time for each cell still to
-    run (an upper estimate: crashed and garbage cells stop early; cells that are slower than the reference, such as
-    bf16 without native support, take longer). None until the reference has run."""
+def per_pending_cell_s(run: RunResult) -> tuple[float, str] | None:
+    """What a cell still to run is expected to take, and on what basis: the median wall time of the finished cells
+    other than the reference that ran to the end (their own phases: the reference also measures what only it
+    measures, and a crashed or garbage cell stops early), else the reference's. None until the reference has run."""
     reference = run.cells.get(run.reference)
     if reference is None:
         return None
-    pending = sum(1 for cid in run.cell_order if cid not in run.cells)
-    return sum(c.duration_s for c in run.cells.values()) + pending * reference.duration_s
+    own = sorted(c.duration_s for cid, c in run.cells.items() if cid != run.reference and c.status == "ok")
+    if not own:
+        return reference.duration_s, f"the reference's {reference.duration_s:.0f} s"
+    middle = len(own) // 2
+    median = own[middle] if len(own) % 2 else (own[middle - 1] + own[middle]) / 2
+    return median, f"{median:.0f} s each, the median of {len(own)} finished cell{'s' if len(own) != 1 else ''}"
+
+
+def remaining_s(run: RunResult) -> float | None:
+    """Seconds the cells still to run are expected to take (per_pending_cell_s each); None until the reference ran."""
+    per_cell = per_pending_cell_s(run)
+    if per_cell is None:
+        return None
+    return sum(1 for cid in run.cell_order if cid not in run.cells) * per_cell[0]
+
+
+def estimate_total_s(run: RunResult) -> float | None:
+    """The whole matrix's wall time: the finished cells' own times plus `remaining_s`. None until the reference
+    has run."""
+    left = remaining_s(run)
+    return None if left is None else sum(c.duration_s for c in run.cells.values()) + left
 
 
 def estimate_line(run: RunResult) -> str | None:
-    """For the progress display after each cell: time so far and the estimate of the whole matrix."""
-    total = estimate_total_s(run)
-    if total is None:
+    """For the progress display after each cell: time so far, what is left and on what basis, the whole run."""
+    left, per_cell = remaining_s(run), per_pending_cell_s(run)
+    if left is None or per_cell is None:
         return None
     spent = sum(c.duration_s for c in run.cells.values())
     pending = sum(1 for cid in run.cell_order if cid not in run.cells)
-    basis = (f"{pending} pending cells at the reference's {run.cells[run.reference].duration_s:.0f} s each"
+    ahead = (f"about {left / 60:.0f} min left for {pending} cell{'s' if pending != 1 else ''} ({per_cell[1]})"
              if pending else "all cells done")
-    return (f"time so far {spent / 60:.1f} min over {len(run.cells)}/{len(run.cell_order)} cells; whole matrix about "
-            f"{total / 60:.0f} min ({basis})")
+    return (f"{len(run.cells)}/{len(run.cell_order)} cells in {spent / 60:.1f} min; {ahead}; whole matrix about "
+            f"{(spent + left) / 60:.0f} min")

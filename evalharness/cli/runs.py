@@ -143,12 +143,15 @@ def _gate(run, out_dir: Path, args: argparse.Namespace) -> int:
 
 
 def _print_verdict(run) -> None:
-    """The report's verdict box, as plain lines, where the run decided something (issue 58, 7)."""
+    """The report's verdict box, as plain lines, where the run decided something, then the cells' status table
+    (issue 58, 7)."""
+    from evalharness.render.console import status_table
     from evalharness.render.verdict import verdict_plain
 
     lines = verdict_plain(run)
     if lines:
-        print("", *lines, "", sep="\n")
+        print("", *lines, sep="\n")
+    print("", *status_table(run), "", sep="\n")
 
 
 def _plan(matrix, cells: int, previous: Path | None, tok_s: float | None = None, budget: float | None = None,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evalharness import __version__
 from evalharness.analysis.drift import refresh_drift
-from evalharness.analysis.timing import estimate_line
+from evalharness.analysis.timing import estimate_line, per_pending_cell_s
 from evalharness.matrix.expand import cell_engines
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.phases.probes import DEFAULT_PROBES, ProbeError, load_probes
@@ -244,6 +244,9 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
                     estimate = estimate_line(run)
                     if estimate:
                         progress.message(estimate)
+                        per_cell = per_pending_cell_s(run)  # the live line counts down from it
+                        progress.estimate(per_cell[0] if per_cell else None,
+                                          sum(1 for cid in run.cell_order if cid not in run.cells))
                 INTERRUPT.raise_pending()
             if matrix.distribution.enabled:  # the numerics check's reverse direction (runner/reverse.py)
                 reverse_pass(matrix, ENGINES[reference.engine], reference, run, out_dir, progress)
