@@ -10,9 +10,11 @@ Pure: reads a RunResult whose drift and confirmation are refreshed; imports anal
 from __future__ import annotations
 
 from evalharness.analysis.equivalence import envelope_task
-from evalharness.analysis.pareto import vs_reference
+from evalharness.analysis.operating import crossover, step_verdicts
+from evalharness.analysis.pareto import chosen_point, pareto, vs_reference
 from evalharness.analysis.recommend import recommend
-from evalharness.records.decision import Decision, Held, Recommendation
+from evalharness.analysis.speed import SpeedVerdict
+from evalharness.records.decision import Decision, Held, Recommendation, SpeedWords
 from evalharness.records.run import RunResult
 
 
@@ -48,10 +50,46 @@ def _faster(run: RunResult, skip: set[str | None]) -> list[tuple[float, str]]:
     return sorted(out, reverse=True)
 
 
+def speed_words(verdict: SpeedVerdict) -> SpeedWords:
+    return SpeedWords(ratio=verdict.ratio, outcome=verdict.outcome, low=verdict.low, high=verdict.high,
+                      level=verdict.level, text=verdict.text(), interval=verdict.interval_text())
+
+
+def verdicts(run: RunResult, decision: Decision) -> Decision:
+    """Every ready cell's speed verdict against the reference and the Pareto front, into the decision: what the
+    report's tables and charts show."""
+    decision.pareto = pareto(run)
+    decision.speed, decision.steps, decision.crossovers = {}, {}, {}
+    reference = run.cells.get(run.reference)
+    point = chosen_point(run)
+    for cid in run.cell_order:
+        cell = run.cells.get(cid)
+        if cell is None or reference is None or cid == run.reference:
+            continue
+        verdict = vs_reference(run, cid)
+        if verdict is not None:
+            decision.speed[cid] = speed_words(verdict)
+        if point.sweep:
+            steps = step_verdicts(cell.throughput, reference.throughput, point)
+            named = {step.name: step.verdict.text() for step in steps}
+            if named:
+                decision.steps[cid] = named
+            turn = crossover(steps)
+            if turn:
+                decision.crossovers[cid] = turn
+    return decision
+
+
 def decide(run: RunResult) -> Decision:
     """The decision of a run whose drift (and confirmation) are refreshed."""
+    decision = verdicts(run, _shipping(run))
+    decision.gate = run.decision.gate if run.decision is not None else None  # the gate decided it, not this
+    return decision
+
+
+def _shipping(run: RunResult) -> Decision:
     if run.reference not in run.cells or len(run.cells) < 2:
-        return Decision(gate=run.decision.gate if run.decision is not None else None)
+        return Decision()
     rec = None
     if run.confirmation is not None:
         shipped = next((t.finalist for t in run.confirmation.tries if t.verdict and t.verdict.confirmed), None)
@@ -65,5 +103,4 @@ def decide(run: RunResult) -> Decision:
     others = _faster(run, {decision.pick, decision.candidate.cell if decision.candidate else None})
     if others:
         decision.runner_up = held(run, others[0][1], rec)
-    decision.gate = run.decision.gate if run.decision is not None else None  # the gate decided it, not this
     return decision

@@ -239,6 +239,7 @@ class StepVerdict:
     concurrency: int | None
     request_rate: float | None
     verdict: SpeedVerdict
+    name: str = ""  # the step's scenario name ('load-c8')
 
 
 def _load_text(sc: ScenarioResult) -> str:
@@ -258,7 +259,7 @@ def step_verdicts(mine: list[ScenarioResult], theirs: list[ScenarioResult],
             continue
         verdict = verdict_of(figure_of(sc, ()), figure_of(ref, ()))
         if verdict is not None:
-            out.append(StepVerdict(_load_text(sc), sc.concurrency, sc.request_rate, verdict))
+            out.append(StepVerdict(_load_text(sc), sc.concurrency, sc.request_rate, verdict, sc.name))
     return out
 
 

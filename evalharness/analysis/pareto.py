@@ -13,36 +13,19 @@ within the noise never dominates the reference and 0.1-point differences under w
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from evalharness.analysis.operating import (
     CellFigure, Curve, OperatingPoint, curve_of, figure_at, operating_point, resolve, verdict_between)
-from evalharness.analysis.speed import Side, SpeedVerdict, speedup
+from evalharness.analysis.speed import Side, SpeedVerdict, kept_rates, set_aside, speedup
+from evalharness.records.decision import Pareto, ParetoPoint  # noqa: F401  (the models this module fills)
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import CellResult, RunResult, parallel_gpus
 
 
-class ParetoPoint(BaseModel):
-    cell: str
-    throughput: float  # the figure at the operating point (output tok/s, or goodput tok/s under an SLO)
-    drift: float
-    low: float | None = None  # the range of the repeats' figures (None: measured once, no noise bar)
-    high: float | None = None
-    on_front: bool = False
-    dominated_by: list[str] = []
-    verdict: str | None = None  # accuracy: reference | equivalent | inconclusive | worse (None: the kld measure)
-    drop_upper: float | None = None  # the largest one-sided 95% upper bound of a task's drop
-    # the speed rule's side (analysis/speed.py): each repeat's figure, why it was disturbed, the adaptive plan
-    rates: list[float] = []
-    disturbed: list[str] = []
-    plan: list[int] | None = None
-    at: str | None = None  # the scenario or sweep step the figure was read at (None: no step meets the SLO)
-    meets: bool | None = None  # whether it meets the SLO there (None: no SLO)
-
-    def side(self) -> Side:
-        rates = tuple(self.rates) or (self.throughput,)
-        return Side(rates, tuple(self.disturbed) if len(self.disturbed) == len(rates) else (),
-                    tuple(self.plan) if self.plan else None)  # type: ignore[arg-type]
+def point_side(p: ParetoPoint) -> Side:
+    """The speed rule's side of a point (its repeats, their disturbances, its plan)."""
+    rates = tuple(p.rates) or (p.throughput,)
+    return Side(rates, tuple(p.disturbed) if len(p.disturbed) == len(rates) else (),
+                tuple(p.plan) if p.plan else None)  # type: ignore[arg-type]
 
 
 # accuracy verdicts, best first: the reference and cells equivalent to it are tied
@@ -56,21 +39,9 @@ def _accuracy_rank(p: ParetoPoint) -> float:
     return VERDICT_RANK.get(p.verdict, 1)
 
 
-class Pareto(BaseModel):
-    """The ready cells on the chart's axes: `throughput` for every ready cell in run order (None where it did not
-    measure at the operating point), `points` for those that have both numbers, the front marked."""
-
-    scenario: str | None  # the scenario read (a stated load's step; None where each cell has its own)
-    measure: str
-    throughput: dict[str, float | None]
-    points: list[ParetoPoint]
-    axis: str = ""  # what the throughput axis is: 'output tok/s in scenario single', 'goodput tok/s at ...'
-    point_words: str = ""  # the operating point in words ('at p90 TPOT ≤ 50 ms, concurrency 8')
-
-
 def faster(a: ParetoPoint, b: ParetoPoint) -> bool:
     """Is a faster than b? The speed rule's verdict between their repeats (analysis/speed.py)."""
-    return speedup(a.side(), b.side()).faster
+    return speedup(point_side(a), point_side(b)).faster
 
 
 def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
@@ -164,11 +135,15 @@ def pareto(run: RunResult) -> Pareto:
             low_high = figure.range()
             verdict, upper = _verdict(run, cid, cell) if measure == "accuracy" else (None, None)
             side = figure.side
+            kept = kept_rates(side)
             points.append(ParetoPoint(cell=cid, throughput=figure.value, drift=drift,
                                       low=low_high[0] if low_high else None, high=low_high[1] if low_high else None,
                                       verdict=verdict, drop_upper=upper, rates=list(side.rates),
                                       disturbed=list(side.reasons()), plan=list(side.plan) if side.plan else None,
-                                      at=figure.scenario, meets=figure.meets))
+                                      at=figure.scenario, meets=figure.meets,
+                                      kept_low=min(kept) if len(kept) > 1 else None,
+                                      kept_high=max(kept) if len(kept) > 1 else None,
+                                      set_aside=len(set_aside(side))))
     ats = {p.at for p in points}
     scenario = point.scenario if point.kind == "scenario" else (next(iter(ats)) if len(ats) == 1 else None)
     return Pareto(scenario=scenario, measure=measure, throughput=throughput, points=pareto_front(points),

@@ -1,6 +1,7 @@
 """The run's decision, computed once (analysis/decision.py, with the drift) and saved in results.json: what it ships
-or why nothing, the single-stage recommendation where the run has no second stage, and the cells held back with
-what held them. Every renderer (report.md, summary.md, report.html, the charts) reads it and decides nothing.
+or why nothing, the single-stage recommendation where the run has no second stage, the cells held back with what
+held them, every cell's speed verdict and the Pareto front at the operating point, and the gate's outcome where a
+baseline was given. Every renderer (report.md, summary.md, report.html, the charts) reads it and decides nothing.
 Pure data; imports pydantic only.
 """
 
@@ -72,6 +73,54 @@ class GateRecord(BaseModel):
     at: str = ""  # when it was decided (ISO time)
 
 
+class ParetoPoint(BaseModel):
+    """One ready cell on the Pareto chart's axes (analysis/pareto.py fills it)."""
+
+    cell: str
+    throughput: float  # the figure at the operating point (output tok/s, or goodput tok/s under an SLO)
+    drift: float
+    low: float | None = None  # the range of the repeats' figures (None: measured once, no noise bar)
+    high: float | None = None
+    on_front: bool = False
+    dominated_by: list[str] = []
+    verdict: str | None = None  # accuracy: reference | equivalent | inconclusive | worse (None: the kld measure)
+    drop_upper: float | None = None  # the largest one-sided 95% upper bound of a task's drop
+    # the speed rule's side (analysis/speed.py): each repeat's figure, why it was disturbed, the adaptive plan
+    rates: list[float] = []
+    disturbed: list[str] = []
+    plan: list[int] | None = None
+    at: str | None = None  # the scenario or sweep step the figure was read at (None: no step meets the SLO)
+    meets: bool | None = None  # whether it meets the SLO there (None: no SLO)
+    kept_low: float | None = None  # the range of the repeats the speed rule kept (None: fewer than two kept)
+    kept_high: float | None = None
+    set_aside: int = 0  # repeats the speed rule set aside (the host was busy)
+
+
+class Pareto(BaseModel):
+    """The ready cells on the chart's axes: `throughput` for every ready cell in run order (None where it did not
+    measure at the operating point), `points` for those that have both numbers, the front marked."""
+
+    scenario: str | None  # the scenario read (a stated load's step; None where each cell has its own)
+    measure: str
+    throughput: dict[str, float | None]
+    points: list[ParetoPoint]
+    axis: str = ""  # what the throughput axis is: 'output tok/s in scenario single', 'goodput tok/s at ...'
+    point_words: str = ""  # the operating point in words ('at p90 TPOT ≤ 50 ms, concurrency 8')
+
+
+class SpeedWords(BaseModel):
+    """A cell's speed verdict against the reference at the operating point (analysis/speed.py SpeedVerdict), with
+    the words the report prints."""
+
+    ratio: float
+    outcome: str  # faster | slower | equal | undecided
+    low: float | None = None  # the one-sided bounds at `level`
+    high: float | None = None
+    level: float = 0.05
+    text: str = ""  # '1.48x [90%: 1.31–1.67] faster'
+    interval: str = ""  # '[99.1%: 1.10–1.24]', the level beside the ends
+
+
 class Decision(BaseModel):
     """What the run ships. `kind`: single (the recommendation of a one-stage run), confirmed (a two-stage run's
     finalist its fresh launches confirmed), none (keep the reference), pending (a second stage not finished)."""
@@ -82,3 +131,7 @@ class Decision(BaseModel):
     candidate: Held | None = None  # no pick in one stage: the fastest faster cell, and what held it
     runner_up: Held | None = None  # the fastest other faster cell, and what held it
     gate: GateRecord | None = None  # the gate's outcome where a baseline was given (kept when the decision is redone)
+    pareto: Pareto | None = None  # every ready cell at the operating point: figures, verdicts, the front
+    speed: dict[str, SpeedWords] = {}  # cell -> its speed verdict against the reference (every cell measured there)
+    steps: dict[str, dict[str, str]] = {}  # cell -> each load step both swept -> the speed rule's words on output tok/s
+    crossovers: dict[str, str] = {}  # cell -> where it is faster at one load and slower at another, in words

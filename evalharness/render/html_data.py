@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalharness.analysis.pairing import Headline, UnpairableMetric, pair, record_key, side_scores
-from evalharness.analysis.pareto import cell_figure, curves, pareto
+from evalharness.analysis.pareto import cell_figure, curves
 from evalharness.analysis.secondary import answer_figures
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.cellfiles import CellFileError, load_probe_outputs, load_samples
@@ -31,9 +31,9 @@ from evalharness.render.nodes import measured_on
 from evalharness.render.reading import glossary
 from evalharness.render.plot import CURVE_X_LABEL, CURVE_Y_LABEL, load_label
 from evalharness.render.recommend import launch_command, recommendation_lines
-from evalharness.render.verdict import verdict_plain
+from evalharness.render.verdict import chart_of, verdict_plain
 from evalharness.render.pareto import vs_reference_text
-from evalharness.render.throughput import disturbed_notes, kept_range, tok_s_text
+from evalharness.render.throughput import disturbed_notes, tok_s_text
 
 
 def _text(value: Any) -> str | None:
@@ -230,15 +230,14 @@ def settings_diffs(run: RunResult) -> dict[str, list[list[Any]]]:
 
 
 def _chart(run: RunResult) -> dict:
-    chart = pareto(run)
+    chart = chart_of(run)
     points = []
     for p in chart.points:
         d = run.cells[p.cell].drift
         interval = (-d.ci_high, -d.ci_low) if chart.measure == "accuracy" and d is not None and \
             d.ci_low is not None and d.ci_high is not None else (None, None)
         # the bar: the kept repeats' lowest..highest (a disturbed repeat set aside is not the cell's speed)
-        x_range = kept_range(p.side()) or (None, None)
-        points.append({"cell": p.cell, "x": p.throughput, "x_low": x_range[0], "x_high": x_range[1], "y": p.drift,
+        points.append({"cell": p.cell, "x": p.throughput, "x_low": p.kept_low, "x_high": p.kept_high, "y": p.drift,
                        "y_low": interval[0], "y_high": interval[1], "on_front": p.on_front,
                        "reference": p.cell == run.reference,
                        "verdict": "reference" if p.cell == run.reference else
@@ -257,12 +256,12 @@ def _curves(run: RunResult) -> dict:
                           "label": load_label(p), "meets": p.meets if p.goodput_per_gpu is not None else None}
                          for p in c.points if p.per_user is not None]} for c in curves(run)]
     return {"cells": [c for c in cells if c["points"]], "x_label": CURVE_X_LABEL, "y_label": CURVE_Y_LABEL,
-            "point": pareto(run).point_words}
+            "point": chart_of(run).point_words}
 
 
 def _cells_table(run: RunResult, tasks: list[str]) -> dict:
     """The cells table: per row each column's text and the value it sorts by."""
-    chart = pareto(run)
+    chart = chart_of(run)
     front = {p.cell for p in chart.points if p.on_front}
     ref_tp = chart.throughput.get(run.reference)
     rows = []

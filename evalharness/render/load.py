@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 
 from evalharness.analysis.goodput import Target, repeat_percentile, step_slo
-from evalharness.analysis.operating import (
-    crossover, figure_of, kept_indices, mean_interval, reach, step_verdicts, steps_of)
+from evalharness.analysis.operating import figure_of, kept_indices, mean_interval, reach, steps_of
 from evalharness.analysis.pareto import cell_figure, chosen_point, curves
 from evalharness.analysis.speed import side_of
 from evalharness.records.measures import ScenarioResult
@@ -126,16 +125,15 @@ def load_section(run: RunResult) -> list[str]:
     for curve in lines:
         cell = run.cells[curve.cell]
         steps = steps_of(cell.throughput, point)
-        verdicts = step_verdicts(cell.throughput, reference.throughput, point) if curve.cell != run.reference else []
-        by_step = {f"{point.sweep}-" + (f"c{v.concurrency}" if v.concurrency else
-                                        f"r{v.request_rate:g}".replace(".", "_")): v.verdict.text() for v in verdicts}
+        decided = run.decision  # the speed rule's words at each step, as decided (analysis/decision.py)
+        by_step = decided.steps.get(curve.cell, {}) if decided is not None else {}
         # every cell of these rows is the harness's own text (numbers, the rule's words, names of NAME_PATTERN)
         rows += [_step_row(run, curve.cell, sc, ref_steps, targets, by_step) for sc in steps]
         reached = reach(cell.throughput, point)
         if reached and curve.cell != run.reference:
             notes.append(f"- `{md_text(curve.cell)}` meets the SLO up to {reached} of the loads measured (the "
                          f"reference up to {ref_reach}): how far its capacity reaches, beside the decision.")
-        turn = crossover(verdicts)
+        turn = decided.crossovers.get(curve.cell) if decided is not None else None
         if turn:
             notes.append(f"- `{md_text(curve.cell)}` wins at one load and loses at another: {md_text(turn)}.")
         if curve.stopped and "saturated" in curve.stopped:

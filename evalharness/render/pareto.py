@@ -1,11 +1,10 @@
 """The report's Pareto section (issue 58, 4): the decision's table, four columns (the cell, its figure, the speed
 verdict, the accuracy verdict), then the figures behind the verdicts (the front among them) in a table of their own,
-and the cells not on the chart. Pure: reads records and the analysis' verdicts; decides nothing of its own.
+and the cells not on the chart. Pure: reads the decision record (analysis/decision.py); decides nothing.
 """
 
 from __future__ import annotations
 
-from evalharness.analysis.pareto import pareto, vs_reference
 from evalharness.analysis.speed import FLOOR
 from evalharness.records.run import RunResult
 from evalharness.render.drift import interval_text, verdict_text
@@ -13,6 +12,7 @@ from evalharness.render.load import figure_text
 from evalharness.render.markdown import markdown_table, md_text
 from evalharness.render.nodes import mixed_caveat, other_kind
 from evalharness.render.numerics import kl_text
+from evalharness.render.verdict import chart_of, length_note, speed_of
 
 
 def vs_reference_text(run: RunResult, cid: str) -> str:
@@ -20,14 +20,14 @@ def vs_reference_text(run: RunResult, cid: str) -> str:
     faster', analysis/speed.py); '' where either side lacks it."""
     if cid == run.reference:
         return "1.00x"
-    verdict = vs_reference(run, cid)
-    return "" if verdict is None else verdict.text()
+    verdict = speed_of(run, cid)
+    return "" if verdict is None else verdict.text
 
 
 def pareto_section(run: RunResult) -> list[str]:
     """The decision's table (at most seven columns: the cell, the front, its figure, the speed verdict, the accuracy
     verdict; issue 58, 4), then the figures behind the verdicts in a table of their own."""
-    chart = pareto(run)
+    chart = chart_of(run)
     measure = chart.measure
     by_cell = {p.cell: p for p in chart.points}
     ref_tp = chart.throughput.get(run.reference)
@@ -54,7 +54,8 @@ def pareto_section(run: RunResult) -> list[str]:
             f"`{cid}`",
             "" if tp is None else _figure_mean(run, cid),
             "" if tp is None or ref_tp is None else vs_reference_text(run, cid)
-            + (" (other machine)" if other_kind(run, cid) else ""),
+            + (" (other machine)" if other_kind(run, cid) else "")
+            + (f"; {note}" if (note := length_note(run, cid)) else ""),
             verdict,
         ])
         detail.append([f"`{cid}`", "**yes**" if point and point.on_front else ("no" if point else ""),

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from evalharness.analysis.goodput import slo_words
 from evalharness.analysis.operating import CurvePoint
-from evalharness.analysis.pareto import cell_figure, chosen_point, curves, pareto
+from evalharness.analysis.pareto import cell_figure, chosen_point, curves
 from evalharness.records.run import RunResult
 from evalharness.render.names import short_names
-from evalharness.render.throughput import kept_range
+from evalharness.render.verdict import chart_of
 
 
 VERDICT_COLOURS = {"reference": "#000000", "equivalent": "#2ca02c", "inconclusive": "#ff7f0e", "worse": "#d62728"}
@@ -31,7 +31,7 @@ def write_plot(run: RunResult, path: Path, pick: str | None = None) -> bool:
     repeats' range as a bar) and its drop's largest one-sided 95% upper bound (y: what the verdict compares with the
     margin, drawn as a band), coloured by its accuracy verdict, the reference and `pick` marked; under the kld
     measure, its mean KL. False when there is nothing to draw."""
-    chart = pareto(run)
+    chart = chart_of(run)
     points, measure = chart.points, chart.measure
     if not points:
         return False
@@ -51,9 +51,8 @@ def write_plot(run: RunResult, path: Path, pick: str | None = None) -> bool:
         ax.axhspan(0, margin, color="#2ca02c", alpha=0.08, zorder=0)
         ax.axhline(margin, color="#2ca02c", linewidth=1, linestyle="--", label=f"margin {margin:g}")
     for p in points:
-        low_high = kept_range(p.side())  # the kept repeats' range of tok/s as a horizontal bar (none set aside)
-        if low_high is not None:
-            ax.plot(list(low_high), [height(p)] * 2, color="#bbbbbb", linewidth=3, zorder=1)
+        if p.kept_low is not None:  # the kept repeats' range of tok/s as a horizontal bar (none set aside)
+            ax.plot([p.kept_low, p.kept_high], [height(p)] * 2, color="#bbbbbb", linewidth=3, zorder=1)
     verdicts = {}
     for p in points:
         verdicts.setdefault(p.verdict or "kl", []).append(p)
@@ -88,8 +87,8 @@ def write_plot(run: RunResult, path: Path, pick: str | None = None) -> bool:
 def write_compare_plot(base: RunResult, head: RunResult, path: Path) -> bool:
     """Both runs' Pareto points on one chart (base hollow, head filled), an arrow from each cell's base point to its
     head point; False when neither run has a point to draw."""
-    before = {p.cell: p for p in pareto(base).points}
-    chart = pareto(head)
+    before = {p.cell: p for p in chart_of(base).points}
+    chart = chart_of(head)
     after = {p.cell: p for p in chart.points}
     if not before and not after:
         return False
@@ -181,7 +180,7 @@ def write_curves_plot(run: RunResult, path: Path, pick: str | None = None) -> bo
     on_gpus = bool(run.meta.machine.get("gpus")) or any((c.node or {}).get("gpus") for c in run.cells.values())
     # "per GPU" only where the run saw GPUs: on a CPU server the figure is the server's (issue 58, 5)
     ax.set_ylabel((CURVE_Y_LABEL if on_gpus else "output tok/s per server") + " (bars: 90% interval)")
-    point = pareto(run).point_words
+    point = chart_of(run).point_words
     title = (f"{run.meta.matrix_name}: throughput {'per GPU' if on_gpus else 'per server'} against interactivity "
              "(upper right is better)")
     return _save(fig, ax, title + (f"\n{_wrapped('operating point: ' + point, 100)}" if point else ""), path)

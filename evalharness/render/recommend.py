@@ -8,11 +8,11 @@ import shlex
 
 from evalharness.analysis.equivalence import envelope_task
 from evalharness.analysis.length import envelope_text
-from evalharness.analysis.pareto import vs_reference
 from evalharness.records.masking import mask_argv, mask_env
 from evalharness.records.run import RunResult
 from evalharness.render.confirmation import confirmation_lines
 from evalharness.render.markdown import code_block, md_text
+from evalharness.render.verdict import speed_of
 
 
 class _Markdown:
@@ -34,8 +34,8 @@ class _Plain:
 def _interval(run: RunResult, cell: str | None) -> str:
     """The speed rule's interval of the cell against the reference with its level beside the ends ('[99.1%:
     1.10–1.24]'): the level its last look spent, not the report's 90% (analysis/speed.py `interval_text`)."""
-    verdict = vs_reference(run, cell) if cell else None
-    return "" if verdict is None else verdict.interval_text()
+    verdict = speed_of(run, cell)
+    return "" if verdict is None else verdict.interval
 
 
 def _speed(rec, interval: str, mark=_Markdown) -> str:

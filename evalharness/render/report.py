@@ -7,7 +7,6 @@ phases, serving, the runner or the command line.
 
 from __future__ import annotations
 
-from evalharness.analysis.pareto import pareto
 from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section
@@ -21,7 +20,7 @@ from evalharness.render.load import load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.names import key_table, named, short_names
 from evalharness.render.reading import reading_section
-from evalharness.render.verdict import verdict_box
+from evalharness.render.verdict import chart_of, verdict_box
 from evalharness.render.numerics import numerics_section
 from evalharness.render.pareto import pareto_section
 from evalharness.render.probes import garbage_section, probe_budget_lines
@@ -29,7 +28,7 @@ from evalharness.render.quality import quality_section
 from evalharness.render.confirmation import confirmation_section
 from evalharness.render.recommend import recommendation_lines
 from evalharness.render.server import server_section
-from evalharness.render.throughput import throughput_section, tok_s_text
+from evalharness.render.throughput import point_tok_s_text, throughput_section
 from evalharness.render.timing import timing_section
 
 
@@ -126,7 +125,7 @@ def _score(task: TaskScore | None) -> str:
 
 def summary_markdown(run: RunResult, limit: int = 12) -> str:
     """The short form for a pull-request comment or $GITHUB_STEP_SUMMARY: fits on a screen."""
-    chart = pareto(run)
+    chart = chart_of(run)
     points = chart.points
     lines = [f"### evalharness: {md_text(run.meta.matrix_name)}", ""]
     lines.append(f"{len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; measured on "
@@ -139,7 +138,7 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
         for p in sorted(points, key=lambda p: -p.throughput)[:limit]:
             d = run.cells[p.cell].drift
             acc = "reference" if p.cell == run.reference else (verdict_text(d.outcome, d.worst_drop_upper) if d else "")
-            rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", tok_s_text(p.throughput, p.side()), acc])
+            rows.append([f"`{p.cell}`", "**front**" if p.on_front else "", point_tok_s_text(p), acc])
         unit = chart.axis.split(" ", 2)[0] + " tok/s" if "goodput" in chart.axis else "output tok/s"
         lines += [f"Throughput: {md_text(chart.axis)}.", "",
                   markdown_table(["cell", "", f"{md_text(unit)} ↑", "accuracy verdict"], rows), ""]

@@ -4,6 +4,7 @@ a figure was obtained (interpolated inter-token latency)."""
 from __future__ import annotations
 
 from evalharness.analysis.speed import Side, kept_rates, set_aside, side_of
+from evalharness.records.decision import ParetoPoint
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
@@ -24,11 +25,21 @@ def tok_s_text(value: float, side: Side | None) -> str:
     """A cell's figure (the kept repeats' mean) with the range of those repeats written min..max, never in brackets
     (a bracket is an interval, its level beside it): '13.7' measured once, '13.7 (repeats 12.1..14.5)', '13.7 (kept
     repeats 12.1..14.5; 1 set aside)' where the speed rule set disturbed ones aside (Throughput names them)."""
-    if side is None or len(side.rates) < 2:
+    if side is None:
         return f"{value:.1f}"
-    aside = len(set_aside(side))
-    low_high = kept_range(side)
-    parts = [] if low_high is None else [f"{'kept repeats' if aside else 'repeats'} {low_high[0]:.1f}..{low_high[1]:.1f}"]
+    return _figure_text(value, len(side.rates), kept_range(side), len(set_aside(side)))
+
+
+def point_tok_s_text(point: ParetoPoint) -> str:
+    """`tok_s_text` of a decided Pareto point (records/decision.py: its kept range and set-aside count)."""
+    kept = (point.kept_low, point.kept_high) if point.kept_low is not None and point.kept_high is not None else None
+    return _figure_text(point.throughput, len(point.rates), kept, point.set_aside)
+
+
+def _figure_text(value: float, repeats: int, kept: tuple[float, float] | None, aside: int) -> str:
+    if repeats < 2:
+        return f"{value:.1f}"
+    parts = [] if kept is None else [f"{'kept repeats' if aside else 'repeats'} {kept[0]:.1f}..{kept[1]:.1f}"]
     parts += [f"{aside} set aside"] if aside else []
     return f"{value:.1f} ({'; '.join(parts)})"
 

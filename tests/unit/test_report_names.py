@@ -3,6 +3,7 @@ table back to the ids and their flags, ids kept on disk and in results.json."""
 
 import re
 
+from evalharness.analysis.drift import refresh_drift
 from evalharness.render.names import SHORT, named, short_names
 from evalharness.render.report import render_markdown, summary_markdown
 from tests.unit.test_equivalence import _run_with, _scores
@@ -26,6 +27,7 @@ def _demo_like(tmp_path):
     for cid, (axes, args) in AXES.items():
         run.cells[cid].axes, run.cells[cid].args = axes, args
     run.cells["dtype-bfloat16.spec-off.compile-eager.fault-bad_rope"].status = "garbage"
+    refresh_drift(run, tmp_path)  # decided, as every run is before it is rendered
     return run
 
 
@@ -49,6 +51,7 @@ def test_long_ids_are_shown_by_what_differs_and_the_key_table_maps_them_back(tmp
 def test_ids_a_reader_can_read_stay_and_ambiguous_names_keep_their_ids(tmp_path):
     run = _run_with(tmp_path, {"ref": _scores(tmp_path, "ref", {"t": SAME}),
                                "fast": _scores(tmp_path, "fast", {"t": SAME})})
+    refresh_drift(run, tmp_path)
     assert short_names(run) == {} and "Cell names" not in render_markdown(run) and "`fast`" in render_markdown(run)
     twin = _demo_like(tmp_path)
     same_axes = twin.cells["dtype-float32.spec-off.compile-compiled.fault-none"].axes
@@ -73,8 +76,6 @@ def test_a_24_cell_run_fits_a_pull_request_comment(tmp_path):
     """sm120's shape: 3 x 2 x 2 x 2 cells, ids of 52-56 characters; GitHub's comment limit is 65,536 characters."""
     import itertools
     import random
-
-    from evalharness.analysis.drift import refresh_drift
 
     axes = {"moe": ["triton", "cutlass", "deepgemm"], "fp4": ["cutlass", "flashinfer"], "deepgemm": ["on", "off"],
             "nextn": ["on", "off"]}

@@ -76,7 +76,8 @@ def test_the_report_ends_with_how_to_read_it_and_cites_no_repository_file(tmp_pa
 
 def test_what_ships_is_decided_once_and_every_renderer_reads_it(tmp_path):
     """analysis/decision.py decides with the drift and saves the record; no render module imports the rules that
-    choose (recommend, confirm, confirmation, decision), and a run whose record says otherwise is shown as recorded."""
+    choose (recommend, confirm, confirmation, decision) or the verdicts they rest on (the speed rule between two
+    cells, the Pareto front), and a run whose record says otherwise is shown as recorded."""
     import ast
     from pathlib import Path
 
@@ -84,14 +85,26 @@ def test_what_ships_is_decided_once_and_every_renderer_reads_it(tmp_path):
 
     choosing = {"evalharness.analysis.recommend", "evalharness.analysis.decision", "evalharness.analysis.confirm",
                 "evalharness.analysis.confirmation"}
+    verdicts = {"pareto", "pareto_front", "vs_reference", "speedup", "verdict_between", "faster", "recommend",
+                "decide", "scenario_verdict", "step_verdicts", "crossover"}
     for path in Path(render.__file__).parent.glob("*.py"):
-        imported = {node.module for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)}
-        assert not imported & choosing, path.name
+        imports = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)]
+        assert not {node.module for node in imports} & choosing, path.name
+        names = {alias.name for node in imports if (node.module or "").startswith("evalharness.analysis")
+                 for alias in node.names}
+        assert not names & verdicts, (path.name, names & verdicts)
     run = _three(tmp_path)
     assert run.decision.kind == "single" and run.decision.pick == "fast"
     assert run.decision.runner_up.cell == "faster" and run.decision.runner_up.reason == "inconclusive"
+    run.decision.speed["fast"].text = "RECORDED SPEED WORDS"
+    run.decision.pareto.points[0].on_front = not run.decision.pareto.points[0].on_front
+    front = {p.cell for p in run.decision.pareto.points if p.on_front}
     run.decision = run.decision.model_copy(update={"pick": None, "kind": "none", "recommendation": None})
-    assert "**Ship" not in render_markdown(run)  # the renderer shows the record, it does not decide again
+    text = render_markdown(run)
+    assert "**Ship" not in text  # the renderer shows the record, it does not decide again
+    assert "RECORDED SPEED WORDS" in text
+    shown = {line.split("|")[1].strip().strip("`") for line in text.splitlines() if "| **yes** |" in line}
+    assert shown == front, (shown, front)
 
 
 def test_run_report_and_the_page_end_and_open_with_the_same_verdict(tmp_path, capsys, browser):
