@@ -27,6 +27,7 @@ from evalharness.analysis.decision import decide as decide_shipping
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
 from evalharness.analysis.batching import batch_change
 from evalharness.analysis.numerics import compare_distributions
+from evalharness.analysis.outputlength import scenario_lengths, task_length, tolerance_of
 from evalharness.analysis.secondary import CALLS_FIELDS, secondary_changes
 from evalharness.analysis.stats import PairedEvidence
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
@@ -110,11 +111,16 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
     drift = CellDrift(cell=cell.id)
     ref_tasks = {t.task: t for t in reference.quality}
     evidence: dict[str, PairedEvidence] = {}
+    tolerance = tolerance_of(gate)
     for score in cell.quality:
         if score.task not in ref_tasks:
             continue
         task, found = task_evidence(score.task, ref_tasks[score.task], score, ref_dir, cell_dir, read)
         drift.tasks.append(task)
+        if task.comparable:  # output tokens per answer against the reference's (a cell that stops early)
+            length = task_length(ref_tasks[score.task], ref_dir, score, cell_dir, tolerance, _alpha(gate))
+            if length is not None:
+                drift.lengths.append(length)
         if found is not None:
             evidence[score.task] = found
         if score.calls is not None and ref_tasks[score.task].calls is not None and found is not None:
@@ -122,6 +128,7 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
             drift.calls += [change for change in secondary_changes(ref_tasks[score.task], ref_dir, score, cell_dir,
                                                                    _alpha(gate)) if change.field in CALLS_FIELDS]
     decide_run({cell.id: (drift, evidence)}, gate)
+    drift.lengths += scenario_lengths(reference.throughput, cell.throughput, tolerance)
     if reference.batching is not None and cell.batching is not None:
         drift.batching = batch_change(reference.batching, cell.batching, _alpha(gate))
     ref_probes = load_probe_outputs(ref_dir / "cells" / reference.id / "probes.jsonl")

@@ -31,17 +31,19 @@ def answer_figures(row: dict) -> dict[str, float]:
     looping = {} if "loops" not in row else {"looping_share": float(bool(row["loops"]))}  # kept since issue 42
     calls = {} if "valid" not in row else {"invalid_share": float(not row["valid"]),
                                            "refused_share": float(bool(row.get("refused")))}
-    return {**looping, **calls, "truncated_share": float(row.get("finish_reason") == "length"),
+    tokens = row.get("completion_tokens")
+    counted = {"completion_tokens": float(tokens)} if isinstance(tokens, int) and not isinstance(tokens, bool) else {}
+    return {**looping, **calls, **counted, "truncated_share": float(row.get("finish_reason") == "length"),
             "empty_share": float(not str(row.get("answer") or "").strip()),
             # ended by a stop string the engine matched: sent to the engine, one said while thinking ends the chain
             "stop_string_share": float(isinstance(row.get("stop_reason"), str)),
             "reasoning_chars": float(len(row.get("reasoning") or ""))}
 
 
-def per_document(run_dir: Path, score: TaskScore) -> dict[str, dict[str, float]]:
+def per_document(run_dir: Path, score: TaskScore, fields: tuple[str, ...] = FIELDS) -> dict[str, dict[str, float]]:
     """field -> document -> mean over the task's repeats (one answer per document and repeat: its filters share it).
     Rows without a finish_reason (loglikelihood tasks, records before it was kept) give nothing."""
-    sums: dict[str, dict[str, list[float]]] = {f: {} for f in FIELDS}
+    sums: dict[str, dict[str, list[float]]] = {f: {} for f in fields}
     for _, samples, error in score.all_repeats():
         if not samples or error:
             continue
@@ -52,7 +54,8 @@ def per_document(run_dir: Path, score: TaskScore) -> dict[str, dict[str, float]]
                 continue
             seen.add(doc)
             for field, value in answer_figures(row).items():
-                sums[field].setdefault(doc, []).append(value)
+                if field in sums:
+                    sums[field].setdefault(doc, []).append(value)
     return {f: {d: sum(v) / len(v) for d, v in docs.items()} for f, docs in sums.items()}
 
 

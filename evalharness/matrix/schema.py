@@ -150,6 +150,10 @@ class GateSection(_Strict):
     max_flips: int | None = Field(None, ge=0)
     max_kld: float | None = Field(None, ge=0)
     min_throughput_ratio: float | None = Field(None, gt=0)
+    length_tolerance: float | None = Field(None, gt=0, lt=1, description="how far a cell's mean output tokens "
+                                           "per answer may stray from the reference's (default 0.1: within ±10%, "
+                                           "as MLPerf's TEST06 asks); outside it the cell is named beside its "
+                                           "speed-up (analysis/outputlength.py)")
 
 
 class ClusterSection(_Strict):

@@ -123,6 +123,27 @@ class BatchChange(BaseModel):
     mean_first_difference: float | None = None  # characters into the answer, over the cell's changed answers
 
 
+class OutputLength(BaseModel):
+    """A cell's output tokens per answer against the reference's (analysis/outputlength.py): a cell that stops early
+    looks faster. Per quality task, paired by document with an interval; per throughput scenario, the requests' mean
+    as counted (a point: `low` / `high` None)."""
+
+    task: str  # a quality task, or 'throughput:<scenario>'
+    documents: int = 0  # documents paired (a scenario: the cell's completed requests)
+    reference: float | None = None  # mean output tokens per answer
+    cell: float | None = None
+    ratio: float | None = None  # cell over reference
+    low: float | None = None  # the ratio's two-sided interval at `confidence`
+    high: float | None = None
+    confidence: float = 0.9
+    tolerance: float = 0.1  # within ±tolerance counts as the same length
+    outcome: str = "undecided"  # within | shorter | longer | undecided
+
+    @property
+    def outside(self) -> bool:
+        return self.outcome in ("shorter", "longer")
+
+
 class CellDrift(BaseModel):
     cell: str
     tasks: list[TaskDrift] = []
@@ -140,6 +161,7 @@ class CellDrift(BaseModel):
     # a calls task's invalid and refused shares against the reference's (analysis/secondary.py's rule)
     calls: list[SecondaryChange] = []
     batching: BatchChange | None = None  # greedy answers changed by batching, against the reference's own rate
+    lengths: list[OutputLength] = []  # output tokens per answer against the reference's, per task and scenario
 
 
 class TaskNoise(BaseModel):

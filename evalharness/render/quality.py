@@ -118,4 +118,31 @@ def quality_section(run: RunResult) -> list[str]:
             "by its stream's silence, not by its length). (xN): against the reference. A random subset is the same "
             "documents in every cell (`quality.subset_seed`).", "",
             markdown_table(["cell", "task", "headline metric / filter", "score", "documents", "subtasks", "cut off",
-                            "mean tokens", "mean reasoning chars", "ended", "seconds"], rows), ""]
+                            "mean tokens", "mean reasoning chars", "ended", "seconds"], rows), "",
+            *length_lines(run)]
+
+
+def length_lines(run: RunResult) -> list[str]:
+    """The output-length check (analysis/outputlength.py, issue 60, 3): every cell and task or scenario not shown
+    within the tolerance, with its ratio and interval; a sentence where all are within it."""
+    checks = [(cid, x) for cid in run.cell_order if (cell := run.cells.get(cid)) is not None and cell.drift
+              for x in cell.drift.lengths]
+    if not checks:
+        return []
+    tolerance = checks[0][1].tolerance
+    off = [(cid, x) for cid, x in checks if x.outside]
+    unsettled = sum(1 for _, x in checks if x.outcome == "undecided")
+    head = (f"Output length (a cell that stops early looks faster): each cell's output tokens per answer against "
+            f"the reference's, paired by document with a 90% interval (a throughput scenario: its requests' mean as "
+            f"counted, a point); credibly shorter or longer by more than {tolerance:.0%} is named. "
+            + (f"{unsettled} of the {len(checks)} comparisons are too few or too varied documents to tell. "
+               if unsettled else ""))
+    if not off:
+        return [head + "No cell's answers are credibly shorter or longer than that.", ""]
+    rows = [[f"`{cid}`", md_text(x.task), f"{x.cell:.1f}" if x.cell is not None else "",
+             f"{x.reference:.1f}" if x.reference is not None else "",
+             f"{x.ratio:.2f}x" + (f" [{x.confidence:.0%}: {x.low:.2f}–{x.high:.2f}]" if x.low is not None else ""),
+             f"**{x.outcome}**"] for cid, x in off]
+    return [head.rstrip(), "",
+            markdown_table(["cell", "task or scenario", "tokens per answer", "reference's", "ratio", "length"],
+                           rows), ""]

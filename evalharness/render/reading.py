@@ -24,6 +24,9 @@ TERMS = (
     ("inconclusive", "neither: the documents and repeats measured cannot tell; the report says how many more would"),
     ("drop ≤ x", "the largest one-sided 95% upper bound of a task's drop: below the margin means within it"),
     ("flips", "documents the reference answered right and the cell wrong (right→wrong), and the other way"),
+    ("shorter / longer (output length)", "a cell's output tokens per answer credibly more than 10% below / above "
+     "the reference's on a task (paired by document, 90% interval) or a throughput scenario: a cell that stops "
+     "early looks faster, so it is named beside its speed-up"),
     ("goodput", "output tokens per second of the requests that met the SLO; a request that missed it counts nothing"),
     ("SLO", "the latency targets a request must meet (for example p90 time to first token ≤ 1000 ms)"),
     ("operating point", "the load (concurrent streams) at which cells are compared; with an SLO, where the reference "

@@ -11,10 +11,11 @@ render/names.py and analysis/equivalence's `envelope_task` (which tasks are leng
 from __future__ import annotations
 
 import html
+import math
 import re
 
 from evalharness.analysis.equivalence import envelope_task
-from evalharness.records.decision import GateRecord, Held
+from evalharness.records.decision import GateRecord, Held, Pareto, SpeedWords
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.markdown import md_text
 from evalharness.render.names import flag_changes, short_names
@@ -85,7 +86,13 @@ def _health(run: RunResult) -> str:
     set_aside = sum(len(s.disturbed_repeats()) for c in run.cells.values() for s in c.throughput)
     aside = f"; {set_aside} repeat{'s' if set_aside != 1 else ''} set aside (host busy)" if set_aside else ""
     asked = f"; {failed} of {requests:,} requests failed" if requests else ""
-    return f"Run: {len(run.cells)}/{len(run.cell_order)} cells ({run.status_summary() or 'none finished'}){asked}{aside}."
+    names = short_names(run)
+    shorter = [_name(names, cid) for cid in run.cell_order if (cell := run.cells.get(cid)) is not None and cell.drift
+               and any(x.outcome == "shorter" for x in cell.drift.lengths)]
+    early = (f"; answers credibly shorter than the reference's: {', '.join(shorter[:3])}"
+             + (f" and {len(shorter) - 3} more" if len(shorter) > 3 else "")) if shorter else ""
+    return (f"Run: {len(run.cells)}/{len(run.cell_order)} cells ({run.status_summary() or 'none finished'})"
+            f"{asked}{aside}{early}.")
 
 
 def gate_line(gate: GateRecord) -> str:
@@ -100,6 +107,23 @@ def gate_line(gate: GateRecord) -> str:
     baseline = " ".join(gate.baseline.replace("`", "'").split())  # a code span: no escapes inside it
     return (f"Gate: **{gate.outcome.upper()}** against `{baseline}`: {count[0]} of {gate.cells} "
             f"cell{'s' if gate.cells != 1 else ''} {count[1]} ({limits}){first}{machine}.")
+
+
+def length_note(run: RunResult, cid: str | None) -> str:
+    """Where a cell's answers are credibly shorter or longer than the reference's (analysis/outputlength.py): the
+    furthest task or scenario in words, '' where none is (issue 60, 3: its speed-up is never shown without it)."""
+    cell = run.cells.get(cid) if cid else None
+    outside = [x for x in (cell.drift.lengths if cell is not None and cell.drift is not None else []) if x.outside]
+    if not outside:
+        return ""
+    worst = max(outside, key=lambda x: abs(math.log(x.ratio)) if x.ratio else math.inf)
+    more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
+    if worst.task.startswith("throughput:"):
+        where = f"its requests return {worst.ratio:.2f}x the reference's tokens in {md_text(worst.task[11:])}"
+    else:
+        where = (f"its answers are {worst.ratio:.2f}x the reference's length on {md_text(worst.task)} "
+                 f"[{worst.confidence:.0%}: {worst.low:.2f}–{worst.high:.2f}]")
+    return f"{where}{more}, outside ±{worst.tolerance:.0%}"
 
 
 def _short_point(point: str) -> str:
@@ -127,7 +151,9 @@ def _confirmed_box(run: RunResult, names: dict[str, str]) -> list[str]:
     at = f" at `{shipped.scenario}`" if shipped.scenario else ""
     first = (f"**Ship {_name(names, shipped.finalist)}**{_changes(run, shipped.finalist)}: "
              f"{verdict.ratio:.2f}x{low} the reference's speed{at}, confirmed on "
-             f"{verdict.launches[0]} fresh launches against {verdict.launches[1]}.")
+             f"{verdict.launches[0]} fresh launches against {verdict.launches[1]}")
+    note = length_note(run, shipped.finalist)  # exploration's answers: confirmation's are paired on accuracy
+    first += f"; but {note}." if note else "."
     tasks = verdict.tasks
     answers = "Answers: no task confirmed." if not tasks else (
         f"Answers: not worse than the reference by {_margins([t.margin for t in tasks])} on {len(tasks)} "
@@ -139,6 +165,19 @@ def _confirmed_box(run: RunResult, names: dict[str, str]) -> list[str]:
     if before:
         lines.append(f"Tried first: {_name(names, before[0].finalist)}: {md_text(before[0].verdict.why_not, 160)}.")
     return lines
+
+
+def chart_of(run: RunResult) -> Pareto:
+    """The decision's Pareto view (every ready cell's figure and verdicts at the operating point); an empty one where
+    the run was not decided (nothing to show, nothing computed here)."""
+    if run.decision is not None and run.decision.pareto is not None:
+        return run.decision.pareto
+    return Pareto(scenario=None, measure="accuracy", throughput={}, points=[])
+
+
+def speed_of(run: RunResult, cid: str | None) -> SpeedWords | None:
+    """A cell's speed verdict against the reference as the decision recorded it (None: not measured there)."""
+    return run.decision.speed.get(cid) if run.decision is not None and cid else None
 
 
 def pick_of(run: RunResult) -> str | None:
@@ -158,8 +197,10 @@ def verdict_box(run: RunResult) -> list[str]:
     elif decision.pick is not None and rec is not None:
         low = f" (at least {rec.low:.2f}x)" if rec.low is not None else ""
         ratio = f"{rec.ratio:.2f}x" if rec.ratio is not None else "faster than"
+        note = length_note(run, decision.pick)
         lines = [f"**Ship {_name(names, decision.pick)}**{_changes(run, decision.pick)}: {ratio}{low} the "
-                 f"reference's {md_text(rec.unit)} {md_text(_short_point(rec.point)) or 'at the measured load'}.",
+                 f"reference's {md_text(rec.unit)} {md_text(_short_point(rec.point)) or 'at the measured load'}"
+                 + (f"; but {note}." if note else "."),
                  _answers_line(run.cells[decision.pick])]
     elif decision.candidate is not None:
         ratio = f" ({decision.candidate.ratio:.2f}x)" if decision.candidate.ratio is not None else ""
@@ -171,7 +212,9 @@ def verdict_box(run: RunResult) -> list[str]:
     if decision.runner_up is not None:
         up = decision.runner_up
         ratio = f", {up.ratio:.2f}x" if up.ratio is not None else ""
-        lines.append(f"Runner-up: {_name(names, up.cell)}{ratio}, held back: {_held_words(up)}.")
+        note = length_note(run, up.cell)
+        lines.append(f"Runner-up: {_name(names, up.cell)}{ratio}, held back: {_held_words(up)}"
+                     + (f"; {note}." if note else "."))
     tail = ([gate_line(decision.gate)] if decision.gate is not None else []) + [_health(run)]
     lines = lines[:MOST_LINES - len(tail)] + tail  # the pick's lines first; the gate and health always said
     return [f"> {line}" + ("  " if i < len(lines) - 1 else "") for i, line in enumerate(lines)] + [""]

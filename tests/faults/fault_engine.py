@@ -27,7 +27,9 @@ EH_FAULTS = {"seed": 1, "rules": [RULE, ...]}; each request takes the first rule
             answer; with `stop_in_reasoning`, a request that sends `stop` strings, one of which the reasoning holds,
             ends there as vLLM and SGLang end it (vllm-project/vllm#52393, sgl-project/sglang#40529: the stop
             checker runs over every generated token, reasoning included): the reasoning cut before the stop
-            string, no content, finish_reason "stop", stop_reason the string), kill (SIGKILL the engine, then drop the request; with --upstream, SIGKILL this script)
+            string, no content, finish_reason "stop", stop_reason the string), kill (SIGKILL the engine, then drop the request; with --upstream, SIGKILL this script),
+            cap (lower the request's max_tokens to `max_tokens` before the engine sees it: a cell whose engine stops
+            early, its answers and token counts the engine's own)
 Every fired fault is printed to stdout (the server log) as "[fault] ...", and GET /faults returns the counts. With
 EH_REQUEST_LOG set to a file, every request is appended to it as "METHOD PATH sha256-of-body" (a count that
 outlives the proxy: a resumed cell's proxy is another process).
@@ -135,6 +137,14 @@ class FaultProxy:
             raise asyncio.CancelledError
         if action == "stall":
             await asyncio.sleep(rule.spec.get("seconds", 3600))
+        if action == "cap" and isinstance(body, dict):  # the engine itself stops early: fewer tokens asked of it
+            cap = int(rule.spec.get("max_tokens", 16))
+            for key in ("max_tokens", "max_completion_tokens"):
+                if isinstance(body.get(key), int):
+                    body[key] = min(body[key], cap)
+            if not any(isinstance(body.get(k), int) for k in ("max_tokens", "max_completion_tokens")):
+                body["max_tokens"] = cap
+            raw = json.dumps(body).encode()
         assert self.session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
         async with self.session.request(request.method, self.upstream + request.path_qs, data=raw,

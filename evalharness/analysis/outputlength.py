@@ -1,0 +1,104 @@
+"""Output length as a check (issue 60, 3): a cell that stops early looks faster. MLPerf's compliance tests hold a
+submission's mean output length within ±10% of the reference's (TEST06, TEST09) so that truncation cannot inflate
+throughput; here every cell's output tokens per answer are held against the reference's, per quality task and per
+throughput scenario, and a cell outside the tolerance is named beside its speed-up (render/verdict.py).
+
+Per quality task the answers are paired by document (each document's mean `completion_tokens` over its repeats,
+analysis/secondary.py `per_document`) and the ratio of the means, cell over reference, gets a two-sided (1 - 2
+alpha) interval: the ratio estimator's delta-method standard error, clustered by document (the residuals c_i - R
+r_i), on the log scale (log R +- t se / R, Student's t on n - 1 degrees of freedom; a scratch comparison on the
+benchmark's draws: at a true 0.9 the log scale called `shorter` 7.3 / 9.7 / 7.3 / 5.3% where the plain delta
+interval did 7.7 / 11.7 / 8.5 / 5.3%, and a bootstrap-t 6.8 / 8.8 / 6.5 / 6.3%, for no gain worth its resamples).
+The outcome: `shorter` / `longer` when the interval lies wholly below / above [1 - tolerance, 1 + tolerance] (each
+side a one-sided test at alpha), `within` when it lies inside (TOST), else `undecided`. A greedy engine answering a
+document the same length every time gives a point. benchmarks/output_length.py measures the errors at the demo's and
+sm120's sizes: a cell truly as long is named at most 1.6% of the time; at a true 0.9 `shorter` is said 5-10% (the
+more, the fewer and more skewed the documents); `within` is not a guarantee against a cell that cuts only its
+longest answers (at a true 0.9 so made, 10-30%), so the report never says it as one.
+
+Per throughput scenario (its requests ask for `output_len` tokens, ignore_eos by default) the check is a point:
+the mean tokens per completed request as the client counted them, against the reference's in the same scenario.
+
+Pure; reads records (the samples files through analysis/secondary.py) only.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from scipy import stats
+
+from evalharness.analysis.secondary import per_document
+from evalharness.records.drift import OutputLength
+from evalharness.records.measures import ScenarioResult, TaskScore
+
+TOLERANCE = 0.10  # within ±10% of the reference's mean output length (MLPerf TEST06 / TEST09)
+MIN_DOCUMENTS = 2
+
+
+def _outcome(low: float, high: float, tolerance: float) -> str:
+    if high < 1 - tolerance:
+        return "shorter"
+    if low > 1 + tolerance:
+        return "longer"
+    if low > 1 - tolerance and high < 1 + tolerance:
+        return "within"
+    return "undecided"
+
+
+def length_ratio(task: str, reference: dict[str, float], cell: dict[str, float], tolerance: float = TOLERANCE,
+                 alpha: float = 0.05) -> OutputLength | None:
+    """The paired check of one task: document -> mean output tokens on each side (None: fewer than two documents
+    in common, or a reference that wrote nothing)."""
+    docs = [d for d in reference if d in cell]
+    n = len(docs)
+    if n < MIN_DOCUMENTS:
+        return None
+    r = [reference[d] for d in docs]
+    c = [cell[d] for d in docs]
+    mean_r, mean_c = sum(r) / n, sum(c) / n
+    if mean_r <= 0:
+        return None
+    ratio = mean_c / mean_r
+    spread = sum((ci - ratio * ri) ** 2 for ci, ri in zip(c, r))
+    se = math.sqrt(spread / (n * (n - 1))) / mean_r
+    if ratio <= 0:
+        low = high = 0.0
+    else:  # on the log scale: a ratio's interval is skewed (delta method for log R: se / R)
+        half = float(stats.t.ppf(1 - alpha, n - 1)) * se / ratio
+        low, high = ratio * math.exp(-half), ratio * math.exp(half)
+    return OutputLength(task=task, documents=n, reference=mean_r, cell=mean_c, ratio=ratio, low=low, high=high,
+                        confidence=1 - 2 * alpha, tolerance=tolerance, outcome=_outcome(low, high, tolerance))
+
+
+def task_length(ref_score: TaskScore, ref_dir: Path, cell_score: TaskScore, cell_dir: Path,
+                tolerance: float = TOLERANCE, alpha: float = 0.05) -> OutputLength | None:
+    """One task's check from both sides' samples (None where the answers carry no token counts: loglikelihood
+    tasks, engines that send no usage)."""
+    fields = ("completion_tokens",)
+    before = per_document(ref_dir, ref_score, fields)["completion_tokens"]
+    after = per_document(cell_dir, cell_score, fields)["completion_tokens"]
+    return length_ratio(ref_score.task, before, after, tolerance, alpha)
+
+
+def scenario_lengths(reference: list[ScenarioResult], cell: list[ScenarioResult],
+                     tolerance: float = TOLERANCE) -> list[OutputLength]:
+    """Each scenario both sides measured: mean tokens per completed request, a point comparison."""
+    theirs = {s.name: s for s in reference}
+    out = []
+    for mine in cell:
+        ref = theirs.get(mine.name)
+        if ref is None or not ref.completed or not mine.completed or not ref.output_tokens:
+            continue
+        per_ref, per_cell = ref.output_tokens / ref.completed, mine.output_tokens / mine.completed
+        ratio = per_cell / per_ref
+        outcome = "shorter" if ratio < 1 - tolerance else "longer" if ratio > 1 + tolerance else "within"
+        out.append(OutputLength(task=f"throughput:{mine.name}", documents=mine.completed, reference=per_ref,
+                                cell=per_cell, ratio=ratio, tolerance=tolerance, outcome=outcome))
+    return out
+
+
+def tolerance_of(gate: dict | None) -> float:
+    value = (gate or {}).get("length_tolerance")
+    return float(value) if value is not None else TOLERANCE
