@@ -28,7 +28,7 @@ from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_
 from evalharness.analysis.batching import batch_change
 from evalharness.analysis.numerics import compare_distributions
 from evalharness.analysis.outputlength import scenario_lengths, task_length, tolerance_of
-from evalharness.analysis.secondary import CALLS_FIELDS, secondary_changes
+from evalharness.analysis.secondary import CALLS_FIELDS, ENDING_FIELDS, secondary_changes
 from evalharness.analysis.stats import PairedEvidence
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
 from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift, TaskNoise
@@ -123,10 +123,15 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
                 drift.lengths.append(length)
         if found is not None:
             evidence[score.task] = found
-        if score.calls is not None and ref_tasks[score.task].calls is not None and found is not None:
+        if found is None:
+            continue
+        changes = secondary_changes(ref_tasks[score.task], ref_dir, score, cell_dir, _alpha(gate))
+        if score.calls is not None and ref_tasks[score.task].calls is not None:
             # valid calls / valid JSON and refusals, by the rule every secondary figure is judged by
-            drift.calls += [change for change in secondary_changes(ref_tasks[score.task], ref_dir, score, cell_dir,
-                                                                   _alpha(gate)) if change.field in CALLS_FIELDS]
+            drift.calls += [change for change in changes if change.field in CALLS_FIELDS]
+        # how the answers ended (cut off, looping, empty behind reasoning): each paired against the reference's
+        drift.endings += [change for change in changes if change.field in ENDING_FIELDS and
+                          (change.reference or change.cell)]
     decide_run({cell.id: (drift, evidence)}, gate)
     drift.lengths += scenario_lengths(reference.throughput, cell.throughput, tolerance)
     if reference.batching is not None and cell.batching is not None:

@@ -1,7 +1,8 @@
 """Secondary endpoints of a task, paired per document between two sides: the share of answers cut by the token
 budget (finish_reason "length"), the share of chains that end inside a loop (a reasoning model's failure: the
-samples' `loops`, phases/detectors/loops.py), the share of empty answers, the share a stop string the engine matched ended, and
-the reasoning length; for a calls task (phases/calls/) the share of answers that are not a valid call or valid
+samples' `loops`, phases/detectors/loops.py), the share of empty answers and of those empty behind non-empty
+reasoning (a reasoning parser that swallows the answer: sgl-project/sglang#33995, 127 of 700), the share a stop
+string the engine matched ended, and the reasoning length; for a calls task (phases/calls/) the share of answers that are not a valid call or valid
 JSON, and of requests the engine refused. A backend that makes a model
 think twice as long or truncate more drifts even at equal accuracy, yet two runs of one sampled configuration always
 differ in these as floats: a figure is *changed* only when its paired test says so after Benjamini-Hochberg over the
@@ -21,8 +22,11 @@ from evalharness.records.measures import TaskScore
 
 MATERIAL_SHARE = 0.02  # two points of the answers cut or empty
 MATERIAL_RATIO = 0.10  # a tenth longer or shorter reasoning
-FIELDS = ("truncated_share", "looping_share", "empty_share", "stop_string_share", "reasoning_chars", "invalid_share",
-          "refused_share")
+FIELDS = ("truncated_share", "looping_share", "empty_share", "empty_with_reasoning_share", "stop_string_share",
+          "reasoning_chars", "invalid_share", "refused_share")
+# how a generation task's answers ended, each its own outcome paired against the reference's in the drift (issue 60,
+# 4): cut off by the budget, ending inside a loop, an empty answer behind non-empty reasoning
+ENDING_FIELDS = ("truncated_share", "looping_share", "empty_with_reasoning_share")
 # a calls task's (phases/calls/): answers that are not a valid call / valid JSON, requests the engine refused
 CALLS_FIELDS = ("invalid_share", "refused_share")
 
@@ -35,6 +39,8 @@ def answer_figures(row: dict) -> dict[str, float]:
     counted = {"completion_tokens": float(tokens)} if isinstance(tokens, int) and not isinstance(tokens, bool) else {}
     return {**looping, **calls, **counted, "truncated_share": float(row.get("finish_reason") == "length"),
             "empty_share": float(not str(row.get("answer") or "").strip()),
+            "empty_with_reasoning_share": float(not str(row.get("answer") or "").strip()
+                                                and bool(str(row.get("reasoning") or "").strip())),
             # ended by a stop string the engine matched: sent to the engine, one said while thinking ends the chain
             "stop_string_share": float(isinstance(row.get("stop_reason"), str)),
             "reasoning_chars": float(len(row.get("reasoning") or ""))}
@@ -70,8 +76,8 @@ def secondary_changes(ref_score: TaskScore, ref_dir: Path, cell_score: TaskScore
             continue
         before, after = [ref[field][d] for d in docs], [cell[field][d] for d in docs]
         mean_b, mean_a = sum(before) / len(docs), sum(after) / len(docs)
-        if field == "reasoning_chars" and mean_b == 0 and mean_a == 0:
-            continue  # no reasoning on either side
+        if field in ("reasoning_chars", "empty_with_reasoning_share") and mean_b == 0 and mean_a == 0:
+            continue  # no reasoning on either side: nothing to test, and the family stays what it was without it
         evidence = paired_evidence(before, after)
         material = (abs(mean_a - mean_b) >= MATERIAL_SHARE if field != "reasoning_chars" else
                     abs(mean_a - mean_b) >= MATERIAL_RATIO * max(mean_b, 1.0))

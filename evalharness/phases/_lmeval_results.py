@@ -204,6 +204,9 @@ def generation_stats(answers: list[dict[str, Any]], failures: list[dict] | None 
         "looping": sum(looping),
         "truncated_looping": sum(a.get("finish_reason") == "length" and loops for a, loops in zip(answers, looping)),
         "empty": sum(not str(a.get("content") or "").strip() for a in answers),
+        # content empty while the reasoning is not: the thinking never reached an answer (sgl-project/sglang#33995)
+        "empty_with_reasoning": sum(not str(a.get("content") or "").strip() and bool(str(a.get("reasoning") or "")
+                                                                                     .strip()) for a in answers),
         # ended by a stop string the engine matched (in the reasoning too: an empty answer with finish "stop")
         "stop_string": sum(isinstance(a.get("stop_reason"), str) for a in answers),
         "failed_attempts": len(failures),

@@ -160,6 +160,9 @@ class CellDrift(BaseModel):
     distribution: DistributionDrift | None = None
     # a calls task's invalid and refused shares against the reference's (analysis/secondary.py's rule)
     calls: list[SecondaryChange] = []
+    # how a generation task's answers ended against the reference's (analysis/secondary.py ENDING_FIELDS): cut off,
+    # looping, empty behind reasoning; the same rule
+    endings: list[SecondaryChange] = []
     batching: BatchChange | None = None  # greedy answers changed by batching, against the reference's own rate
     lengths: list[OutputLength] = []  # output tokens per answer against the reference's, per task and scenario
 

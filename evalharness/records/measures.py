@@ -128,6 +128,7 @@ class GenerationStats(BaseModel):
     mean_reasoning_chars: float | None = None  # over every recorded answer (0 for one without reasoning)
     mean_reasoning_tokens: float | None = None  # only where the engine reports completion_tokens_details
     empty: int = 0  # answers with no content (the reasoning aside): scored wrong whatever the thinking said
+    empty_with_reasoning: int = 0  # of them, those whose reasoning is not empty: thinking that never reached an answer
     stop_string: int = 0  # ended by a stop string the engine matched (inside the reasoning too, when sent there)
     failed_attempts: int = 0  # request attempts that failed (HTTP error, silence past the timeout, cut stream)
     retried_requests: int = 0  # distinct requests with at least one failed attempt, sent again

@@ -46,6 +46,9 @@ def _endings(stats: GenerationStats | None, ref: GenerationStats | None) -> str:
     parts = []
     if stats.requests:
         parts.append(_count(stats, stats.empty, ref, ref.empty if ref else None, "empty"))
+        if stats.empty_with_reasoning or (ref and ref.empty_with_reasoning):
+            parts.append(_count(stats, stats.empty_with_reasoning, ref,
+                                ref.empty_with_reasoning if ref else None, "empty behind reasoning"))
         if stats.stop_string or (ref and ref.stop_string):
             parts.append(_count(stats, stats.stop_string, ref, ref.stop_string if ref else None,
                                 "stopped by a stop string"))
@@ -119,7 +122,31 @@ def quality_section(run: RunResult) -> list[str]:
             "documents in every cell (`quality.subset_seed`).", "",
             markdown_table(["cell", "task", "headline metric / filter", "score", "documents", "subtasks", "cut off",
                             "mean tokens", "mean reasoning chars", "ended", "seconds"], rows), "",
-            *length_lines(run)]
+            *ending_lines(run), *length_lines(run)]
+
+
+ENDING_WORDS = {"truncated_share": "cut off by the token limit", "looping_share": "ending inside a loop",
+                "empty_with_reasoning_share": "empty behind reasoning"}
+
+
+def ending_lines(run: RunResult) -> list[str]:
+    """How the answers ended against the reference's, each its own paired outcome (analysis/secondary.py's rule:
+    changed when credible after Benjamini-Hochberg over the task's figures AND at least 2 points): the changed ones
+    by name, a sentence where none changed."""
+    checks = [(cid, c) for cid in run.cell_order if (cell := run.cells.get(cid)) is not None and cell.drift
+              for c in cell.drift.endings]
+    if not checks:
+        return []
+    changed = [(cid, c) for cid, c in checks if c.changed]
+    head = ("How answers ended, against the reference (paired per document: cut off by the token limit, ending "
+            "inside a loop, empty behind reasoning; changed when credible after Benjamini-Hochberg and at least 2 "
+            "points):")
+    if not changed:
+        return [head + f" no cell changed in any of {len(checks)} comparisons.", ""]
+    rows = [[f"`{cid}`", md_text(c.task), ENDING_WORDS.get(c.field, c.field),
+             _share(c.reference), _share(c.cell), f"{c.p_adjusted:.2g}" if c.p_adjusted is not None else ""]
+            for cid, c in changed]
+    return [head, "", markdown_table(["cell", "task", "answers", "reference", "cell", "BH-adjusted p"], rows), ""]
 
 
 def length_lines(run: RunResult) -> list[str]:
