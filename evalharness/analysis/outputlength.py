@@ -82,6 +82,20 @@ def task_length(ref_score: TaskScore, ref_dir: Path, cell_score: TaskScore, cell
     return length_ratio(ref_score.task, before, after, tolerance, alpha)
 
 
+def tokens_per_request(scenario: ScenarioResult) -> tuple[float, int] | None:
+    """(mean output tokens per completed request, requests) over every repeat: each request's own count where the
+    repeats recorded them (the scenario's `output_tokens` sums only the repeats the speed rule kept, its `completed`
+    counts all: their quotient is no request's length), else the scenario's totals (a run before per-request
+    figures). None where nothing completed."""
+    counts = [float(r[3]) for f in scenario.repeat_figures for r in f.per_request
+              if len(r) > 3 and r[0] is not None and r[3] is not None]
+    if counts:
+        return sum(counts) / len(counts), len(counts)
+    if scenario.completed and not scenario.repeat_figures:
+        return scenario.output_tokens / scenario.completed, scenario.completed
+    return None
+
+
 def scenario_lengths(reference: list[ScenarioResult], cell: list[ScenarioResult],
                      tolerance: float = TOLERANCE) -> list[OutputLength]:
     """Each scenario both sides measured: mean tokens per completed request, a point comparison."""
@@ -89,13 +103,13 @@ def scenario_lengths(reference: list[ScenarioResult], cell: list[ScenarioResult]
     out = []
     for mine in cell:
         ref = theirs.get(mine.name)
-        if ref is None or not ref.completed or not mine.completed or not ref.output_tokens:
+        ref_tokens, cell_tokens = (tokens_per_request(ref) if ref is not None else None), tokens_per_request(mine)
+        if ref_tokens is None or cell_tokens is None or not ref_tokens[0]:
             continue
-        per_ref, per_cell = ref.output_tokens / ref.completed, mine.output_tokens / mine.completed
-        ratio = per_cell / per_ref
+        ratio = cell_tokens[0] / ref_tokens[0]
         outcome = "shorter" if ratio < 1 - tolerance else "longer" if ratio > 1 + tolerance else "within"
-        out.append(OutputLength(task=f"throughput:{mine.name}", documents=mine.completed, reference=per_ref,
-                                cell=per_cell, ratio=ratio, tolerance=tolerance, outcome=outcome))
+        out.append(OutputLength(task=f"throughput:{mine.name}", documents=cell_tokens[1], reference=ref_tokens[0],
+                                cell=cell_tokens[0], ratio=ratio, tolerance=tolerance, outcome=outcome))
     return out
 
 

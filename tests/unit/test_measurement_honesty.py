@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from evalharness.analysis.decision import decide
 from evalharness.analysis.gate import check, make_baseline
 from evalharness.analysis.pareto import ParetoPoint, faster, pareto_front
 from evalharness.analysis.speed import Side
@@ -124,8 +125,10 @@ def _run(cells, order=None):
     meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m.yaml", started_at="t",
                    matrix={"throughput": {"scenarios": [{"name": "single", "concurrency": 1}]},
                            "report": {"throughput_scenario": "single"}})
-    return RunResult(meta=meta, reference=cells[0].id, cell_order=order or [c.id for c in cells],
-                     cells={c.id: c for c in cells})
+    run = RunResult(meta=meta, reference=cells[0].id, cell_order=order or [c.id for c in cells],
+                    cells={c.id: c for c in cells})
+    run.decision = decide(run)  # decided, as every run is before it is rendered
+    return run
 
 
 def test_report_names_the_prompt_source_and_shows_the_range_over_repeats():

@@ -97,6 +97,7 @@ def test_summary_of_a_multi_filter_task_names_the_configs_headline_and_counts_ea
     assert summary["generation"] == {"requests": 2, "truncated": 1, "looping": 0, "truncated_looping": 0,
                                      "with_reasoning": 1, "mean_completion_tokens": 15.0,
                                      "mean_reasoning_chars": 2.0, "mean_reasoning_tokens": None, "empty": 1,
+                                     "empty_with_reasoning": 0,
                                      "stop_string": 1, "failed_attempts": 3, "retried_requests": 2}
     assert rows[0]["stop_reason"] == "Question:"
     # the matrix's headline choice: the flexible figure judged, the strict one kept beside it

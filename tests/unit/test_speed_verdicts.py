@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from evalharness.analysis.decision import decide
 from evalharness.analysis import speed
 from evalharness.analysis.compare import scenario_changes
 from evalharness.analysis.gate import _throughput_violations
@@ -49,8 +50,10 @@ def _run(cells: dict[str, ScenarioResult]) -> RunResult:
     meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m.yaml", started_at="t",
                    matrix={"throughput": {"scenarios": [{"name": "single", "concurrency": 1}]},
                            "report": {"throughput_scenario": "single", "drift_measure": "kld"}})
-    return RunResult(meta=meta, reference=next(iter(cells)), cell_order=list(cells),
-                     cells={cid: _cell(cid, sc) for cid, sc in cells.items()}, complete=True)
+    run = RunResult(meta=meta, reference=next(iter(cells)), cell_order=list(cells),
+                    cells={cid: _cell(cid, sc) for cid, sc in cells.items()}, complete=True)
+    run.decision = decide(run)  # decided, as every run is before it is rendered
+    return run
 
 
 MATRIX = Matrix.model_validate({"name": "m", "engine": "vllm", "model": "x", "quality": {"tasks": ["t"]},
