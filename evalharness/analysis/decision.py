@@ -10,6 +10,7 @@ Pure: reads a RunResult whose drift and confirmation are refreshed; imports anal
 from __future__ import annotations
 
 from evalharness.analysis.equivalence import envelope_task
+from evalharness.analysis.length import bucket_figures
 from evalharness.analysis.operating import crossover, step_verdicts
 from evalharness.analysis.pareto import chosen_point, pareto, vs_reference
 from evalharness.analysis.recommend import recommend
@@ -59,7 +60,7 @@ def verdicts(run: RunResult, decision: Decision) -> Decision:
     """Every ready cell's speed verdict against the reference and the Pareto front, into the decision: what the
     report's tables and charts show."""
     decision.pareto = pareto(run)
-    decision.speed, decision.steps, decision.crossovers = {}, {}, {}
+    decision.speed, decision.steps, decision.crossovers, decision.buckets = {}, {}, {}, {}
     reference = run.cells.get(run.reference)
     point = chosen_point(run)
     for cid in run.cell_order:
@@ -77,6 +78,9 @@ def verdicts(run: RunResult, decision: Decision) -> Decision:
             turn = crossover(steps)
             if turn:
                 decision.crossovers[cid] = turn
+        speeds = {str(f.bucket): speed_words(f.speed) for f in bucket_figures(run, cid) if f.speed is not None}
+        if speeds:
+            decision.buckets[cid] = speeds
     return decision
 
 

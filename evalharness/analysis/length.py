@@ -54,8 +54,9 @@ def _acceptance(scenario: ScenarioResult | None) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def bucket_figures(run: RunResult, cell_id: str) -> list[BucketFigures]:
-    """Every bucket of one cell, with the reference's speed as the comparison (empty without buckets)."""
+def bucket_figures(run: RunResult, cell_id: str, verdicts: bool = True) -> list[BucketFigures]:
+    """Every bucket of one cell, with the reference's speed as the comparison (empty without buckets); `verdicts`
+    False leaves the speed verdict out (a renderer reads the decided one, analysis/decision.py)."""
     cell = run.cells.get(cell_id)
     reference = run.cells.get(run.reference) if run.reference else None
     if cell is None:
@@ -78,7 +79,8 @@ def bucket_figures(run: RunResult, cell_id: str) -> list[BucketFigures]:
             prompt_tokens=(mine.prompt_tokens / mine.completed if mine is not None and mine.prompt_tokens else None),
             ttft_s=mine.ttft_s.p50 if mine is not None else None,
             decode_tok_s=mine.request_decode_tok_s.p50 if mine is not None else None,
-            speed=None if is_reference else scenario_verdict(mine, theirs), acceptance=_acceptance(mine),
+            speed=None if is_reference or not verdicts else scenario_verdict(mine, theirs),
+            acceptance=_acceptance(mine),
             numerics=None if drift_numerics is None else drift_numerics.by_bucket.get(bucket)))
     return out
 
@@ -97,7 +99,7 @@ def equivalent_up_to(figures: list[BucketFigures]) -> int | None:
 def envelope_text(run: RunResult, cell_id: str, concurrency: int | None) -> str | None:
     """Where a cell's quality verdicts hold: 'equivalent up to 1,920 prompt tokens at concurrency 16; not measured
     beyond' (None when the run has no length buckets)."""
-    figures = bucket_figures(run, cell_id)
+    figures = bucket_figures(run, cell_id, verdicts=False)  # the drift's outcomes only
     if not figures:
         return None
     load = f" at concurrency {concurrency}" if concurrency else ""

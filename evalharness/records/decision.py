@@ -135,3 +135,4 @@ class Decision(BaseModel):
     speed: dict[str, SpeedWords] = {}  # cell -> its speed verdict against the reference (every cell measured there)
     steps: dict[str, dict[str, str]] = {}  # cell -> each load step both swept -> the speed rule's words on output tok/s
     crossovers: dict[str, str] = {}  # cell -> where it is faster at one load and slower at another, in words
+    buckets: dict[str, dict[str, SpeedWords]] = {}  # cell -> length bucket (prompt tokens) -> its single-stream verdict

@@ -7,6 +7,7 @@ and where speculation stops paying. Pure; reads records through analysis/length.
 from __future__ import annotations
 
 from evalharness.analysis.length import BucketFigures, bucket_figures, buckets_of, envelope_text
+from evalharness.records.decision import SpeedWords
 from evalharness.records.run import RunResult
 from evalharness.render.drift import interval_text
 from evalharness.render.markdown import markdown_table, md_text
@@ -21,7 +22,17 @@ def _num(value: float | None, spec: str) -> str:
     return "" if value is None else format(value, spec)
 
 
-def _row(cid: str, f: BucketFigures) -> list[str]:
+def _speeds(run: RunResult, cid: str) -> dict[str, SpeedWords]:
+    """The cell's decided single-stream verdicts per bucket (analysis/decision.py)."""
+    return run.decision.buckets.get(cid, {}) if run.decision is not None else {}
+
+
+def _figures(run: RunResult, cid: str) -> list[tuple[BucketFigures, SpeedWords | None]]:
+    speeds = _speeds(run, cid)
+    return [(f, speeds.get(str(f.bucket))) for f in bucket_figures(run, cid, verdicts=False)]
+
+
+def _row(cid: str, f: BucketFigures, speed: SpeedWords | None) -> list[str]:
     """One bucket of one cell as plain text (the first column the cell's id)."""
     d = f.drift
     tokens = f"{f.bucket:,}" + (f" ({f.prompt_tokens:,.0f})" if f.prompt_tokens is not None else "")
@@ -32,21 +43,21 @@ def _row(cid: str, f: BucketFigures) -> list[str]:
             "" if f.numerics is None else kl_plain(f.numerics.forward),
             "" if f.numerics is None else kl_plain(f.numerics.reverse),
             "" if f.ttft_s is None else f"{f.ttft_s * 1000:,.0f} ms", _num(f.decode_tok_s, ".1f"),
-            "" if f.speed is None else f.speed.text(), _num(f.acceptance, ".2f")]
+            "" if speed is None else speed.text, _num(f.acceptance, ".2f")]
 
 
-def stops_paying(figures: list[BucketFigures]) -> str | None:
+def stops_paying(figures: list[tuple[BucketFigures, SpeedWords | None]]) -> str | None:
     """For a speculative cell: the buckets up to which it is faster than the reference, and what the speed rule says
     at the first where it is not shown faster ('faster up to 256 prompt tokens; at 1,920 0.97x [...] equal'); None
     for a cell without acceptance figures."""
-    if not any(f.acceptance is not None for f in figures):
+    if not any(f.acceptance is not None for f, _ in figures):
         return None
-    compared = [f for f in figures if f.speed is not None]
-    first_not = next((f for f in compared if not f.speed.faster), None)
+    compared = [(f, s) for f, s in figures if s is not None]
+    first_not = next(((f, s) for f, s in compared if s.outcome != "faster"), None)
     if first_not is None:
         return "faster than the reference in every bucket" if compared else None
-    faster = [f for f in compared if f.bucket < first_not.bucket]
-    said = f"at {first_not.bucket:,} prompt tokens {first_not.speed.text()}"
+    faster = [f for f, _ in compared if f.bucket < first_not[0].bucket]
+    said = f"at {first_not[0].bucket:,} prompt tokens {first_not[1].text}"
     return f"faster up to {faster[-1].bucket:,} prompt tokens; {said}" if faster else f"not shown faster: {said}"
 
 
@@ -65,15 +76,15 @@ def length_table(run: RunResult) -> dict | None:
             f"{length.get('numerics', '?')} documents (whole, not cut to the check's own context limit). "
             "Speed: the same documents one at a time (time to first token and decode speed at the median; tok/s "
             "against the reference's by the speed rule).")
-    rows = [_row(cid, f) for cid in [run.reference, *(c for c in run.cell_order if c != run.reference)]
-            for f in bucket_figures(run, cid)
+    rows = [_row(cid, f, speed) for cid in [run.reference, *(c for c in run.cell_order if c != run.reference)]
+            for f, speed in _figures(run, cid)
             if f.accuracy is not None or f.ttft_s is not None]  # a cell that never reached the buckets: no row
     concurrency = quality.get("concurrency")
     holds = []
     for cid in run.cell_order:
         if cid == run.reference or cid not in run.cells:
             continue
-        said = [p for p in (envelope_text(run, cid, concurrency), stops_paying(bucket_figures(run, cid))) if p]
+        said = [p for p in (envelope_text(run, cid, concurrency), stops_paying(_figures(run, cid))) if p]
         if said:
             holds.append([cid, "; ".join(said)])
     return {"note": note, "header": HEADER, "rows": rows, "holds": holds,

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from evalharness.analysis.decision import decide
 from evalharness.analysis.length import bucket_figures, buckets_of, envelope_text, equivalent_up_to
 from evalharness.analysis.operating import operating_point
 from evalharness.matrix.schema import Matrix
@@ -162,8 +163,10 @@ def _run() -> RunResult:
                  [_drift("eh_long_256", "equivalent", -0.05), _drift("eh_long_1920", "worse", -0.6)])
     meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m.yaml", started_at="t",
                    matrix={"quality": {"concurrency": 16}, "length": {"documents": 20}})
-    return RunResult(meta=meta, reference="ref", cell_order=["ref", "ngram", "rope"],
-                     cells={"ref": ref, "ngram": ngram, "rope": rope})
+    run = RunResult(meta=meta, reference="ref", cell_order=["ref", "ngram", "rope"],
+                    cells={"ref": ref, "ngram": ngram, "rope": rope})
+    run.decision = decide(run)  # the buckets' speed verdicts, decided as every run is before it is rendered
+    return run
 
 
 def test_the_figures_and_the_envelope_come_from_the_records():
@@ -176,8 +179,11 @@ def test_the_figures_and_the_envelope_come_from_the_records():
     assert equivalent_up_to(ngram) == 1920 and equivalent_up_to(bucket_figures(run, "rope")) == 256
     assert envelope_text(run, "ngram", 16) == "by length: equivalent up to 1,920 prompt tokens at concurrency 16; not measured beyond"
     assert envelope_text(run, "rope", 16) == "by length: equivalent up to 256 prompt tokens at concurrency 16, worse at 1,920"
-    assert stops_paying(ngram).startswith("faster up to 256 prompt tokens; at 1,920 prompt tokens 1.01x [90%: 1.00–1.02] equal")
-    assert stops_paying(bucket_figures(run, "rope")) is None  # no speculation: nothing to say
+    decided = run.decision.buckets["ngram"]
+    assert decided["256"].outcome == "faster" and decided["1920"].text == ngram[1].speed.text()
+    paired = [(f, decided.get(str(f.bucket))) for f in ngram]
+    assert stops_paying(paired).startswith("faster up to 256 prompt tokens; at 1,920 prompt tokens 1.01x [90%: 1.00–1.02] equal")
+    assert stops_paying([(f, None) for f in bucket_figures(run, "rope")]) is None  # no speculation: nothing to say
 
 
 def test_the_report_section_has_a_row_per_cell_and_bucket():

@@ -93,6 +93,8 @@ def test_what_ships_is_decided_once_and_every_renderer_reads_it(tmp_path):
         names = {alias.name for node in imports if (node.module or "").startswith("evalharness.analysis")
                  for alias in node.names}
         assert not names & verdicts, (path.name, names & verdicts)
+        # the length buckets' figures are read with their speed verdicts left out (the decided ones are shown)
+        assert "bucket_figures(run, cid)" not in path.read_text(), path.name
     run = _three(tmp_path)
     assert run.decision.kind == "single" and run.decision.pick == "fast"
     assert run.decision.runner_up.cell == "faster" and run.decision.runner_up.reason == "inconclusive"
