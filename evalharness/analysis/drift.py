@@ -27,8 +27,8 @@ from evalharness.analysis.decision import decide as decide_shipping
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
 from evalharness.analysis.batching import batch_change
 from evalharness.analysis.numerics import compare_distributions
-from evalharness.analysis.outputlength import scenario_lengths, task_length, tolerance_of
-from evalharness.analysis.secondary import CALLS_FIELDS, ENDING_FIELDS, secondary_changes
+from evalharness.analysis.outputlength import DOCUMENT_FIELDS, length_ratio, scenario_lengths, tolerance_of
+from evalharness.analysis.secondary import CALLS_FIELDS, ENDING_FIELDS, per_document, secondary_changes
 from evalharness.analysis.stats import PairedEvidence
 from evalharness.records.cellfiles import load_probe_outputs, load_scored
 from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift, TaskNoise
@@ -101,6 +101,17 @@ def distribution_drift(ref_folder: Path, cell_folder: Path, same_run: bool = Tru
     return out
 
 
+def _per_document(run_dir: Path, score: Any, read: dict | None) -> dict[str, dict[str, float]]:
+    """analysis/secondary.py per_document with the output tokens, the reference's read once a refresh (`read`)."""
+    key = ("per_document", str(run_dir), score.task, tuple(s for _, s, _ in score.all_repeats()))
+    if read is not None and key in read:
+        return read[key]
+    documents = per_document(run_dir, score, DOCUMENT_FIELDS)
+    if read is not None:
+        read[key] = documents
+    return documents
+
+
 def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_dir: Path,
                   gate: Mapping[str, Any] | None = None,
                   read: dict[tuple, SideScores] | None = None) -> tuple[CellDrift, dict[str, PairedEvidence]]:
@@ -117,15 +128,18 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
             continue
         task, found = task_evidence(score.task, ref_tasks[score.task], score, ref_dir, cell_dir, read)
         drift.tasks.append(task)
-        if task.comparable:  # output tokens per answer against the reference's (a cell that stops early)
-            length = task_length(ref_tasks[score.task], ref_dir, score, cell_dir, tolerance, _alpha(gate))
-            if length is not None:
-                drift.lengths.append(length)
-        if found is not None:
-            evidence[score.task] = found
+        if not task.comparable:
+            continue
+        docs = (_per_document(ref_dir, ref_tasks[score.task], read), _per_document(cell_dir, score, None))
+        # output tokens per answer against the reference's (a cell that stops early)
+        length = length_ratio(score.task, docs[0]["completion_tokens"], docs[1]["completion_tokens"], tolerance,
+                              _alpha(gate))
+        if length is not None:
+            drift.lengths.append(length)
         if found is None:
             continue
-        changes = secondary_changes(ref_tasks[score.task], ref_dir, score, cell_dir, _alpha(gate))
+        evidence[score.task] = found
+        changes = secondary_changes(ref_tasks[score.task], ref_dir, score, cell_dir, _alpha(gate), docs)
         if score.calls is not None and ref_tasks[score.task].calls is not None:
             # valid calls / valid JSON and refusals, by the rule every secondary figure is judged by
             drift.calls += [change for change in changes if change.field in CALLS_FIELDS]

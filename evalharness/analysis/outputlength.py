@@ -4,7 +4,7 @@ throughput; here every cell's output tokens per answer are held against the refe
 throughput scenario, and a cell outside the tolerance is named beside its speed-up (render/verdict.py).
 
 Per quality task the answers are paired by document (each document's mean `completion_tokens` over its repeats,
-analysis/secondary.py `per_document`) and the ratio of the means, cell over reference, gets a two-sided (1 - 2
+analysis/secondary.py `per_document`, read by the drift with the secondary figures: DOCUMENT_FIELDS) and the ratio of the means, cell over reference, gets a two-sided (1 - 2
 alpha) interval: the ratio estimator's delta-method standard error, clustered by document (the residuals c_i - R
 r_i), on the log scale (log R +- t se / R, Student's t on n - 1 degrees of freedom; a scratch comparison on the
 benchmark's draws: at a true 0.9 the log scale called `shorter` 7.3 / 9.7 / 7.3 / 5.3% where the plain delta
@@ -25,15 +25,14 @@ Pure; reads records (the samples files through analysis/secondary.py) only.
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
 from scipy import stats
 
-from evalharness.analysis.secondary import per_document
+from evalharness.analysis.secondary import FIELDS
 from evalharness.records.drift import OutputLength
-from evalharness.records.measures import ScenarioResult, TaskScore
+from evalharness.records.measures import ScenarioResult
 
 TOLERANCE = 0.10  # within ±10% of the reference's mean output length (MLPerf TEST06 / TEST09)
+DOCUMENT_FIELDS = (*FIELDS, "completion_tokens")  # what the drift reads per document once for both checks
 MIN_DOCUMENTS = 2
 
 
@@ -70,16 +69,6 @@ def length_ratio(task: str, reference: dict[str, float], cell: dict[str, float],
         low, high = ratio * math.exp(-half), ratio * math.exp(half)
     return OutputLength(task=task, documents=n, reference=mean_r, cell=mean_c, ratio=ratio, low=low, high=high,
                         confidence=1 - 2 * alpha, tolerance=tolerance, outcome=_outcome(low, high, tolerance))
-
-
-def task_length(ref_score: TaskScore, ref_dir: Path, cell_score: TaskScore, cell_dir: Path,
-                tolerance: float = TOLERANCE, alpha: float = 0.05) -> OutputLength | None:
-    """One task's check from both sides' samples (None where the answers carry no token counts: loglikelihood
-    tasks, engines that send no usage)."""
-    fields = ("completion_tokens",)
-    before = per_document(ref_dir, ref_score, fields)["completion_tokens"]
-    after = per_document(cell_dir, cell_score, fields)["completion_tokens"]
-    return length_ratio(ref_score.task, before, after, tolerance, alpha)
 
 
 def tokens_per_request(scenario: ScenarioResult) -> tuple[float, int] | None:

@@ -66,9 +66,10 @@ def per_document(run_dir: Path, score: TaskScore, fields: tuple[str, ...] = FIEL
 
 
 def secondary_changes(ref_score: TaskScore, ref_dir: Path, cell_score: TaskScore, cell_dir: Path,
-                      alpha: float) -> list[SecondaryChange]:
-    """Each secondary figure of one task, both sides paired per document, tested and judged for materiality."""
-    ref, cell = per_document(ref_dir, ref_score), per_document(cell_dir, cell_score)
+                      alpha: float, documents: tuple[dict, dict] | None = None) -> list[SecondaryChange]:
+    """Each secondary figure of one task, both sides paired per document, tested and judged for materiality.
+    `documents`: both sides' `per_document` already read (the drift reads each file once a refresh)."""
+    ref, cell = documents or (per_document(ref_dir, ref_score), per_document(cell_dir, cell_score))
     out = []
     for field in FIELDS:
         docs = [d for d in ref[field] if d in cell[field]]
