@@ -16,6 +16,7 @@ from evalharness.analysis.pareto import chosen_point, pareto, vs_reference
 from evalharness.analysis.recommend import recommend
 from evalharness.analysis.speed import SpeedVerdict
 from evalharness.records.decision import Decision, Held, Recommendation, SpeedWords
+from evalharness.records.provenance import kinds
 from evalharness.records.run import RunResult
 
 
@@ -88,7 +89,32 @@ def decide(run: RunResult) -> Decision:
     """The decision of a run whose drift (and confirmation) are refreshed."""
     decision = verdicts(run, _shipping(run))
     decision.gate = run.decision.gate if run.decision is not None else None  # the gate decided it, not this
+    decision.warnings = qualifiers(run, decision)
     return decision
+
+
+def qualifiers(run: RunResult, decision: Decision) -> list[str]:
+    """What qualifies the decision, in plain words (records/decision.py `warnings`)."""
+    out = []
+    aside = sum(len(s.disturbed_repeats()) for c in run.cells.values() for s in c.throughput)
+    if aside:
+        out.append(f"{aside} throughput repeat{'s' if aside != 1 else ''} set aside: the host was busy with other "
+                   "work during them")
+    found = kinds(run)
+    if len(found) > 1:
+        out.append(f"cells ran on {len(found)} kinds of machine: their speeds compare machines as well as settings")
+    failed = sum(t.failed for c in run.cells.values() for t in c.requests.values())
+    if failed:
+        out.append(f"{failed} request{'s' if failed != 1 else ''} failed")
+    for cid in dict.fromkeys([decision.pick, decision.runner_up.cell if decision.runner_up else None]):
+        cell = run.cells.get(cid) if cid else None
+        for check in (cell.drift.lengths if cell is not None and cell.drift is not None else []):
+            if check.outside:
+                out.append(f"{cid}: output tokens per answer {check.ratio:.2f}x the reference's on {check.task}, "
+                           f"outside ±{check.tolerance:.0%}")
+    if decision.gate is not None and decision.gate.warning:
+        out.append(f"gate: {decision.gate.warning}")
+    return out
 
 
 def _shipping(run: RunResult) -> Decision:

@@ -31,7 +31,7 @@ def gate_run(run, run_dir: Path, baseline_path: str, cells: list[str] | None, js
     """Gate a loaded, refreshed run against a baseline file: prints the outcome, keeps it in the run's decision record
     (the verdict box's "Gate:" line) and returns the gate's exit status (0 pass, 1 fail, 2 bad input, 3
     inconclusive). `gate`, and `run` / `report` with --baseline, call it."""
-    from evalharness.analysis.decision import decide
+    from evalharness.analysis.decision import decide, qualifiers
     from evalharness.analysis.gate import evaluate, gate_record, machine_warning
     from evalharness.records.baseline import BaselineError, load_baseline
     from evalharness.records.io import ResultsError, atomic_write_text
@@ -51,6 +51,7 @@ def gate_run(run, run_dir: Path, baseline_path: str, cells: list[str] | None, js
     if run.decision is None:
         run.decision = decide(run)
     run.decision.gate = gate_record(result, baseline_path, warning, now_iso())
+    run.decision.warnings = qualifiers(run, run.decision)  # the gate's machine warning among them
     if warning:
         print(f"gate: warning: {warning}")
     caveat = "; baseline from another kind of machine, see the warning" if warning else ""

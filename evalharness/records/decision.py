@@ -136,3 +136,7 @@ class Decision(BaseModel):
     steps: dict[str, dict[str, str]] = {}  # cell -> each load step both swept -> the speed rule's words on output tok/s
     crossovers: dict[str, str] = {}  # cell -> where it is faster at one load and slower at another, in words
     buckets: dict[str, dict[str, SpeedWords]] = {}  # cell -> length bucket (prompt tokens) -> its single-stream verdict
+    # what qualifies the decision, in words: repeats set aside on a busy host, cells on several kinds of machine,
+    # failed requests, the shipped or runner-up cell's answers outside the length tolerance, the gate's baseline from
+    # another machine
+    warnings: list[str] = []

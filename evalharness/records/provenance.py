@@ -125,3 +125,17 @@ def machine_kind(machine: dict[str, Any]) -> str:
 
 def harness_versions() -> dict[str, str | None]:
     return {"harness": _version("evalharness"), "lm_eval": _version("lm-eval") or _version("lm_eval")}
+
+
+def cell_kind(run: Any, cell: Any) -> str:
+    """The kind of machine a finished cell was measured on: its Ray node's, else the run's."""
+    return machine_kind(cell.node if cell.node else run.meta.machine)
+
+
+def kinds(run: Any) -> dict[str, list[str]]:
+    """Kind of machine -> the finished cells measured on it, in the run's cell order."""
+    out: dict[str, list[str]] = {}
+    for cid in run.cell_order:
+        if cid in run.cells:
+            out.setdefault(cell_kind(run, run.cells[cid]), []).append(cid)
+    return out

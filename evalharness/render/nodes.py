@@ -5,22 +5,9 @@ Reads records only (records/provenance.py says what a kind of machine is)."""
 
 from __future__ import annotations
 
-from evalharness.records.provenance import machine_kind
-from evalharness.records.run import CellResult, RunResult
+from evalharness.records.provenance import cell_kind, kinds, machine_kind
+from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
-
-
-def cell_kind(run: RunResult, cell: CellResult) -> str:
-    return machine_kind(cell.node if cell.node else run.meta.machine)
-
-
-def kinds(run: RunResult) -> dict[str, list[str]]:
-    """Kind of machine -> the finished cells measured on it, in the run's cell order."""
-    out: dict[str, list[str]] = {}
-    for cid in run.cell_order:
-        if cid in run.cells:
-            out.setdefault(cell_kind(run, run.cells[cid]), []).append(cid)
-    return out
 
 
 def measured_on(run: RunResult) -> str:

@@ -20,7 +20,7 @@ from evalharness.render.load import load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.names import key_table, named, short_names
 from evalharness.render.reading import reading_section
-from evalharness.render.verdict import chart_of, verdict_box
+from evalharness.render.verdict import chart_of, qualifier_lines, verdict_box
 from evalharness.render.numerics import numerics_section
 from evalharness.render.pareto import pareto_section
 from evalharness.render.probes import garbage_section, probe_budget_lines
@@ -55,7 +55,7 @@ def render_markdown(run: RunResult) -> str:
     if mixed_caveat(run):
         parts += ["", mixed_caveat(run)]
     names = short_names(run)
-    parts += ["", *verdict_box(run), *recommendation_lines(run), *confirmation_section(run), *pareto_section(run), *load_section(run),
+    parts += ["", *verdict_box(run), *recommendation_lines(run), *qualifier_lines(run), *confirmation_section(run), *pareto_section(run), *load_section(run),
               "## Cells", ""]
     tasks = _task_names(run)
     rows = []
@@ -133,6 +133,7 @@ def summary_markdown(run: RunResult, limit: int = 12) -> str:
     lines.append("")
     lines += verdict_box(run)
     lines += recommendation_lines(run)
+    lines += qualifier_lines(run)
     if points:
         rows = []
         for p in sorted(points, key=lambda p: -p.throughput)[:limit]:

@@ -220,6 +220,15 @@ def verdict_box(run: RunResult) -> list[str]:
     return [f"> {line}" + ("  " if i < len(lines) - 1 else "") for i, line in enumerate(lines)] + [""]
 
 
+def qualifier_lines(run: RunResult) -> list[str]:
+    """The decision's qualifications (records/decision.py `warnings`) as one Markdown line after the full statement;
+    [] where there are none."""
+    warnings = run.decision.warnings if run.decision is not None else []
+    if not warnings:
+        return []
+    return [f"What qualifies it: {'; '.join(md_text(w, 300) for w in warnings)}.", ""]
+
+
 def verdict_plain(run: RunResult) -> list[str]:
     """The verdict box as plain lines for a terminal and for report.html (no Markdown marks, nothing escaped: the
     caller prints or inserts them as text)."""

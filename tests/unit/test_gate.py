@@ -217,7 +217,12 @@ def test_the_gates_outcome_opens_the_report_where_a_baseline_is_given(tmp_path, 
     box = [line for line in (tmp_path / "good" / "report.md").read_text().splitlines() if line.startswith("> ")]
     assert len(box) <= 5 and any(f"Gate: **PASS** against `{path}`: 2 of 2 cells pass (margin ±0.05, alpha 0.05)"
                                  in line for line in box), box
-    assert json.loads((tmp_path / "good" / "results.json").read_text())["decision"]["gate"]["outcome"] == "pass"
+    decision = json.loads((tmp_path / "good" / "results.json").read_text())["decision"]
+    assert decision["gate"]["outcome"] == "pass"
+    # what qualifies the decision is kept with it and said after the full statement: here the baseline's machine
+    assert any(w.startswith("gate: the baseline was measured on an unrecorded machine") for w in decision["warnings"])
+    assert "What qualifies it: gate: the baseline was measured on an unrecorded machine" in \
+        (tmp_path / "good" / "report.md").read_text()
 
     _run(tmp_path / "bad", {"ref": good, "fast": bad})
     assert main(["report", str(tmp_path / "bad"), "--baseline", str(path)]) == 1
