@@ -226,7 +226,7 @@ def qualifier_lines(run: RunResult) -> list[str]:
     warnings = run.decision.warnings if run.decision is not None else []
     if not warnings:
         return []
-    return [f"What qualifies it: {'; '.join(md_text(w, 300) for w in warnings)}.", ""]
+    return [f"What qualifies it: {'; '.join(md_text(w, 600) for w in warnings)}.", ""]
 
 
 def verdict_plain(run: RunResult) -> list[str]:
