@@ -2,7 +2,10 @@
 (analysis/drift.py refresh_drift calls `decide` last), what the run ships and why, saved as records/decision.py's
 Decision in results.json. A two-stage run ships only what its fresh launches confirmed (analysis/confirmation.py); a
 one-stage run ships the recommendation (analysis/recommend.py); either way the fastest cells credibly faster than
-the reference that were not shipped are kept with what held them back. Renderers read the record and decide nothing.
+the reference that were not shipped are kept with what held them back. With it, every verdict the reports show
+(`verdicts`: the Pareto view, each cell's speed against the reference, the load steps', the length buckets') and
+what qualifies the decision (`qualifiers`); the gate's outcome is the gate's (cli/verdicts.py) and carried over.
+Renderers read the record and decide nothing.
 
 Pure: reads a RunResult whose drift and confirmation are refreshed; imports analysis and records only.
 """

@@ -1,7 +1,10 @@
 """The verdict box (issue 58, 2): the first lines of report.md and summary.md, at most five, each short. The pick
 and what it changes against the reference, with its speed-up and lower bound at the operating point (at most 40
-words); its answers against the margin with documents and answers a document; the runner-up and what held it back;
-the run's health. The full statements (levels, Holm, envelopes) follow below it, unchanged.
+words), and a note where its answers are credibly shorter or longer (issue 60, 3); its answers against the margin
+with documents and answers a document; the runner-up and what held it back; the gate's outcome where a baseline was
+given; the run's health. The full statements (levels, Holm, envelopes) follow below it, then what qualifies the
+decision (`qualifier_lines`). Also the accessors renderers read the decided verdicts through (`chart_of`,
+`speed_of`).
 
 Reads the decision already made and saved (records/decision.py, computed by analysis/decision.py with the drift), a
 two-stage run's confirmation record and the drift verdicts in the records. Decides nothing: imports records,
