@@ -131,6 +131,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     return status
 
 
+def _save_decision(run, out_dir: Path) -> None:
+    """results.json with the drift and the decision as this version decides them (issue 58, 1: the decision record is
+    written after `report` as after `run`); a folder that cannot be written is said and the reports still rendered."""
+    from evalharness.records.io import save_run
+
+    try:
+        save_run(run, out_dir)
+    except OSError as exc:
+        print(f"report: warning: results.json in {out_dir} is not updated ({exc.strerror or exc}); the reports are "
+              "rendered from the decision made now")
+
+
 def _gate(run, out_dir: Path, args: argparse.Namespace) -> int:
     """--baseline on `run` / `report`: the gate's outcome kept in the decision record and the reports rendered
     again with it (`report` renders them next anyway); its exit status (cli/verdicts.py gate_run)."""
@@ -237,6 +249,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ResultsError as exc:
         return fail(str(exc))
     refresh_drift(run, out_dir)
+    _save_decision(run, out_dir)
     if args.baseline:  # gated, saved and every report rendered with the gate's line
         gated = _gate(run, out_dir, args)
         if gated != 2:

@@ -130,3 +130,21 @@ def test_run_report_and_the_page_end_and_open_with_the_same_verdict(tmp_path, ca
     shown = browser.find_element("css selector", "#verdict").text.splitlines()
     assert shown == plain
     assert browser.execute_script("return document.querySelectorAll('#page img, #page script').length") == 0
+
+
+def test_report_writes_the_decision_record_into_results_json(tmp_path):
+    """Issue 58, 1: after `report`, as after `run`, results.json holds the decision as this version makes it (a run
+    saved before the record existed gets one)."""
+    import json
+
+    from evalharness.cli import main
+    from evalharness.records.io import save_run
+
+    run = _three(tmp_path)
+    run.decision = None
+    save_run(run, tmp_path)
+    assert json.loads((tmp_path / "results.json").read_text())["decision"] is None
+    assert main(["report", str(tmp_path)]) == 0
+    decision = json.loads((tmp_path / "results.json").read_text())["decision"]
+    assert decision["pick"] == "fast" and decision["speed"]["fast"]["outcome"] == "faster"
+    assert decision["pareto"]["points"] and decision["runner_up"]["cell"] == "faster"
