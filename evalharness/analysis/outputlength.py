@@ -16,8 +16,9 @@ sm120's sizes: a cell truly as long is named at most 1.6% of the time; at a true
 more, the fewer and more skewed the documents); `within` is not a guarantee against a cell that cuts only its
 longest answers (at a true 0.9 so made, 10-30%), so the report never says it as one.
 
-Per throughput scenario (its requests ask for `output_len` tokens, ignore_eos by default) the check is a point:
-the mean tokens per completed request as the client counted them, against the reference's in the same scenario.
+Per throughput scenario whose requests ask for a fixed `output_len` (ignore_eos, the default; the reference
+returned it) the check is a point: the mean tokens per completed request as the client counted them, against the
+reference's in the same scenario. A scenario of natural lengths is not checked (its lengths vary by chance).
 
 Pure; reads records (the samples files through analysis/secondary.py) only.
 """
@@ -32,6 +33,7 @@ from evalharness.records.drift import OutputLength
 from evalharness.records.measures import ScenarioResult
 
 TOLERANCE = 0.10  # within ±10% of the reference's mean output length (MLPerf TEST06 / TEST09)
+FIXED_SHARE = 0.99  # the reference's requests returned what they asked: a fixed-length (ignore_eos) scenario
 DOCUMENT_FIELDS = (*FIELDS, "completion_tokens")  # what the drift reads per document once for both checks
 MIN_DOCUMENTS = 2
 
@@ -87,13 +89,16 @@ def tokens_per_request(scenario: ScenarioResult) -> tuple[float, int] | None:
 
 def scenario_lengths(reference: list[ScenarioResult], cell: list[ScenarioResult],
                      tolerance: float = TOLERANCE) -> list[OutputLength]:
-    """Each scenario both sides measured: mean tokens per completed request, a point comparison."""
+    """Each fixed-length scenario both sides measured: mean tokens per completed request, a point comparison. Only
+    where the reference returned what its requests asked (`output_len`, ignore_eos): there every request of an
+    engine that honours the request returns exactly that, so any shortfall is the cell's; a scenario of natural
+    lengths (ignore_eos false) varies by chance, and a point would say more than it tests, so it is left out."""
     theirs = {s.name: s for s in reference}
     out = []
     for mine in cell:
         ref = theirs.get(mine.name)
         ref_tokens, cell_tokens = (tokens_per_request(ref) if ref is not None else None), tokens_per_request(mine)
-        if ref_tokens is None or cell_tokens is None or not ref_tokens[0]:
+        if ref_tokens is None or cell_tokens is None or ref_tokens[0] < FIXED_SHARE * ref.output_len:
             continue
         ratio = cell_tokens[0] / ref_tokens[0]
         outcome = "shorter" if ratio < 1 - tolerance else "longer" if ratio > 1 + tolerance else "within"

@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from evalharness.matrix.load import load_matrix
+from evalharness.analysis.outputlength import length_ratio
 from evalharness.phases.quality import run_quality
 from evalharness.phases.throughput.client import LoadClient, run_scenario
 from evalharness.serving.engines._common import prometheus_totals
@@ -130,6 +131,12 @@ def test_quality_tasks_through_sglang_generation_and_loglikelihood(served, tmp_p
     assert [t.task for t in done] == ["eh_capitals", "eh_choice"] and not any(t.error for t in done), done
     assert done[0].value is not None and done[0].value >= 0.5, done[0]  # SmolLM2 knows capitals (9/10 on vLLM)
     assert done[1].metric == "acc,none" and done[1].value >= 0.5, done[1]  # 0.9 of 60 on vLLM; chance 0.25
+    # the output-length check (analysis/outputlength.py) reads each answer's completion tokens as SGLang counts them
+    capitals = (tmp_path / "cell" / "quality" / "eh_capitals" / "samples.jsonl").read_text().splitlines()
+    tokens = [json.loads(line).get("completion_tokens") for line in capitals]
+    assert tokens and all(isinstance(t, int) and t > 0 for t in tokens), tokens
+    same = {str(i): float(t) for i, t in enumerate(tokens)}
+    assert length_ratio("eh_capitals", same, same).outcome == "within"
     summary = json.loads((tmp_path / "cell" / "quality" / "eh_choice" / "summary.json").read_text())
     assert summary["tokenizer"]["served"] == str(MODEL) and summary["tokenizer"]["engine_agrees"] is True, summary
     # each choice's log-likelihood is the sum over the continuation's tokens as SGLang itself splits them: its own
