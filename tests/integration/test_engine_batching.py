@@ -27,8 +27,8 @@ def test_the_phase_runs_in_each_cell_and_the_engine_against_itself_is_not_flagge
         "probes": {"enabled": False}, "distribution": {"enabled": False},
         "batching": {"enabled": True, "count": COUNT, "max_tokens": 32, "concurrency": 8,
                      "tasks": ["eh_capitals"], "task_documents": 20},
-        # the task at 8 requests in flight, all 60 documents; 20 of them again one at a time
-        "quality": {"tasks": ["eh_capitals"], "concurrency": 8, "full_quality": True},
+        # the task at 8 requests in flight, its first 60 documents; 20 of them again one at a time
+        "quality": {"tasks": ["eh_capitals"], "limit": 60, "subset": "first", "concurrency": 8, "full_quality": True},
     }
     (tmp_path / "matrix.yaml").write_text(json.dumps(matrix))  # JSON is YAML
     begin = time.monotonic()

@@ -21,7 +21,7 @@ EXTRA = """\
 reference: {cell: ref}
 probes: {enabled: false}
 distribution: {enabled: false}
-quality: {tasks: [eh_capitals], concurrency: 8}
+quality: {tasks: [eh_capitals], limit: 60, subset: first, concurrency: 8}  # confirmation: the next 60
 throughput:
   watch_host: false
   scenarios: [{name: c4, concurrency: 4, requests: 8, api: chat, prompts: natural, output_len: 32, repeats: 3}]

@@ -77,7 +77,7 @@ def fault_matrix(engine: dict[str, str], shared, request_s: float) -> dict:
         # startup_s and teardown_grace_s are deadlines here (the proxy starts in about a second), not under test
         "timeouts": {"startup_s": 300, "teardown_grace_s": 20, "request_s": request_s},
         "requests": {"retries": 3, "max_error_rate": 0.05, "hung_after": 3},
-        "quality": {"tasks": ["eh_choice"], "limit": 12},
+        "quality": {"tasks": ["eh_choice"], "limit": 12, "subset": "first"},
         # the numerics check runs in every cell (its requests take the flaky cell's faults too), on six short
         # contexts: its own figures are tested in test_engine_numerics.py
         "distribution": {"prompts": str(SHORT_CONTEXTS), "max_tokens": 16},

@@ -127,7 +127,7 @@ def test_quality_tasks_through_sglang_generation_and_loglikelihood(served, tmp_p
     run_quality(["eh_capitals", "eh_choice"], plan.base_url, plan.served_model_name, tmp_path / "cell", tmp_path,
                 lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
                 api="completions", tokenizer="local", concurrency=2, limit=6, request_timeout_s=300,
-                task_timeout_s=600, retries=0, done=done)
+                task_timeout_s=600, retries=0, done=done, per_task=lambda task: {"subset": "first"})
     assert [t.task for t in done] == ["eh_capitals", "eh_choice"] and not any(t.error for t in done), done
     assert done[0].value is not None and done[0].value >= 0.5, done[0]  # SmolLM2 knows capitals (9/10 on vLLM)
     assert done[1].metric == "acc,none" and done[1].value >= 0.5, done[1]  # 0.9 of 60 on vLLM; chance 0.25
@@ -165,7 +165,8 @@ def _chat_scoring(served, folder, template_kwargs):
                 lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
                 api="chat", tokenizer="none", concurrency=2, limit=6, request_timeout_s=300, task_timeout_s=600,
                 retries=0, done=done, repeats=lambda task: 2, seed=1234,
-                per_task=lambda task: {"stop_strings": "answer", "chat_template_kwargs": template_kwargs})
+                per_task=lambda task: {"stop_strings": "answer", "chat_template_kwargs": template_kwargs,
+                                       "subset": "first"})
     [score] = done
     assert not score.error and [r.seed for r in score.repeats] == [1235] and not score.repeats[0].error, score
     rows = {}

@@ -175,14 +175,14 @@ def test_a_limit_keeps_a_seeded_random_subset_of_each_task_and_a_screened_share_
     chosen, population = document_subsets(manager, "eh_capitals", 20, seed=1234)
     again, _ = document_subsets(manager, "eh_capitals", 20, seed=1234)
     other, _ = document_subsets(manager, "eh_capitals", 20, seed=99)
-    assert population == {"eh_capitals": 60} and len(chosen["eh_capitals"]) == 20
+    assert population == {"eh_capitals": 159} and len(chosen["eh_capitals"]) == 20
     assert chosen == again and chosen != other  # the same documents in every cell; another seed, another sample
     assert chosen["eh_capitals"] == sorted(chosen["eh_capitals"]) and chosen["eh_capitals"] != list(range(20))
     # a screened cell's quarter: 5 of the same 20, so it pairs with the reference's answers to them
     quarter, _ = document_subsets(manager, "eh_capitals", 20, seed=1234, fraction=0.25)
     assert len(quarter["eh_capitals"]) == 5 and set(quarter["eh_capitals"]) <= set(chosen["eh_capitals"])
     whole, _ = document_subsets(manager, "eh_capitals", None, seed=1234, fraction=0.25)
-    assert len(whole["eh_capitals"]) == 15  # a quarter of all 60
+    assert len(whole["eh_capitals"]) == 40  # a quarter of all 159, rounded up
     first, _ = document_subsets(manager, "eh_capitals", 20, seed=1234, fraction=0.5, first=True)
     assert first["eh_capitals"] == list(range(10))
 

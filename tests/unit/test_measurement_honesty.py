@@ -46,7 +46,7 @@ def test_the_shipped_corpus_is_natural_varied_text():
 def test_prompt_sources_by_name(tmp_path):
     assert load_source("random").prompt(3, 8) == synthetic_prompt(8, 3) and len(synthetic_prompt(8, 3).split()) == 8
     capitals = load_source("task:eh_capitals")
-    assert len(capitals.texts) == 60 and capitals.prompt(0, 1).endswith("Q: What is the capital of France?\nA:")
+    assert len(capitals.texts) == 159 and capitals.prompt(0, 1).endswith("Q: What is the capital of France?\nA:")
     path = tmp_path / "p.jsonl"
     path.write_text('{"prompt": "one"}\n\n{"text": "two"}\n')
     mine = load_source(str(path))
