@@ -26,7 +26,9 @@ class ConfirmSection(_Strict):
                        "each try tests at alpha / tries (Bonferroni), so the chance of confirming a bad cell stays "
                        "at most alpha over all tries")
     repeats: int = Field(4, ge=1, description="answers to each document of each confirmed task by the finalist, "
-                         "spread over its launches, on seeds exploration did not use")
+                         "spread over its launches, on seeds exploration did not use; 1 (the right choice for greedy "
+                         "tasks, whose second answer repeats the first): each launch answers its own slice of the "
+                         "documents, each document once")
     reference_repeats: int | None = Field(None, ge=1, description="the same for the reference's confirmation "
                                           "launches; default: repeats")
     task_repeats: dict[str, int] = Field(default_factory=dict, description="a task's own confirmation repeats, "

@@ -29,21 +29,40 @@ from evalharness.serving.engines import ENGINES
 SEED_STRIDE = 10_000
 
 
-def launch_share(matrix: Matrix, task: str, role: str) -> int:
-    """The answers to each document of `task` one launch of `role` ('reference' or 'finalist') gives: the side's
-    confirmation repeats (a task's own, else the section's) spread over its launches."""
+def side_repeats(matrix: Matrix, task: str, role: str) -> int:
+    """The answers to each document of `task` that the side `role` ('reference' or 'finalist') gives over a try's
+    launches: the task's own confirmation repeats, else the section's."""
     confirm = matrix.confirm
     assert confirm is not None
-    total = confirm.task_repeats.get(task) or (
+    return confirm.task_repeats.get(task) or (
         (confirm.reference_repeats or confirm.repeats) if role == "reference" else confirm.repeats)
-    return math.ceil(total / confirm.launches)
+
+
+def launch_share(matrix: Matrix, task: str, role: str) -> int:
+    """The answers to each document of `task` one launch of `role` gives: the side's repeats spread over its
+    launches (one where the side answers each document once: its documents are spread instead, document_slice)."""
+    confirm = matrix.confirm
+    assert confirm is not None
+    return math.ceil(side_repeats(matrix, task, role) / confirm.launches)
+
+
+def document_slice(documents: int, launches: int, launch: int) -> tuple[int, int]:
+    """(offset, count) of the documents launch `launch` (1-based) answers where a side answers each of `documents`
+    once over `launches` launches: consecutive slices in the seeded order, as even as they divide. Greedy answers
+    repeat, so a second answer to a document adds nothing a new document would not: one answer each, spread over
+    the launches, costs a launch a third of the answers at three launches (the demo's four tasks: 96 documents in
+    three launches of 32 instead of 96 in each)."""
+    base, extra = divmod(documents, launches)
+    offset = (launch - 1) * base + min(launch - 1, extra)
+    return offset, base + (1 if launch - 1 < extra else 0)
 
 
 def launch_matrix(matrix: Matrix, scenario: str | None, tasks: list[str], role: str, attempt: int,
                   launch: int) -> Matrix:
     """What one confirmation launch measures: the operating point's scenario at `confirm.speed_repeats` fixed
     repeats and the confirmed tasks at the side's share of answers a document (launch_share) on seeds of its own and
-    on documents exploration did not answer (`confirm.documents`, past exploration's in the seeded order); no
+    on documents exploration did not answer (`confirm.documents`, past exploration's in the seeded order; a side
+    answering each document once takes its slice of them, document_slice); no
     probes, numerics check, batching or length phases (exploration measured them), no second stage."""
     confirm = matrix.confirm
     assert confirm is not None
@@ -68,10 +87,13 @@ def launch_matrix(matrix: Matrix, scenario: str | None, tasks: list[str], role: 
             own = quality["task_settings"].setdefault(task, {})
             own.update(repeats=share, reference_repeats=share)
             explored = matrix.quality.settings_for(task)["limit"]  # documents exploration answered (None: all)
-            if explored:  # every launch of a try answers the same documents: past exploration's in one seeded order
-                own.update(skip=explored, limit=confirm.documents_for(task) or explored)
-            elif confirm.documents_for(task):  # exploration answered them all: no others to take
-                own.update(limit=confirm.documents_for(task))
+            documents = confirm.documents_for(task) or explored
+            skip = explored or 0  # past exploration's documents in one seeded order (none past "all")
+            if side_repeats(matrix, task, role) == 1 and documents and documents >= confirm.launches > 1:
+                offset, count = document_slice(documents, confirm.launches, launch)  # each document once a side
+                own.update(skip=skip + offset, limit=count)
+            elif documents:  # every launch of a try answers the same documents
+                own.update(limit=documents, **({"skip": skip} if skip else {}))
         quality["task_settings"] = {t: v for t, v in quality["task_settings"].items() if t in tasks}
         quality["data"] = {t: v for t, v in quality["data"].items() if t in tasks}
     else:
@@ -125,14 +147,15 @@ def run_confirmation(matrix: Matrix, run: RunResult, reference: Cell, cells: dic
                 reference_launches=[launch_id(reference.id, attempt, k) for k in range(1, confirm.launches + 1)],
                 finalist_launches=[launch_id(finalist, attempt, k) for k in range(1, confirm.launches + 1)]))
         this = record.tries[attempt - 1]
+        progress.total = 2 * confirm.launches  # "[n/total]" counts the try's launches, no longer the matrix's cells
         for k in range(1, confirm.launches + 1):
-            for role, base in (("reference", reference), ("finalist", cells[finalist])):
+            for side, (role, base) in enumerate((("reference", reference), ("finalist", cells[finalist]))):
                 cell = launch_cell(base, attempt, k)
                 if cell.id in record.launches:
                     continue
                 progress.message(f"confirmation, try {attempt} ({finalist}): {role} launch {k} of "
                                  f"{confirm.launches}")
-                progress.cell(k, cell.id)
+                progress.cell(2 * (k - 1) + side + 1, cell.id)
                 result = launch(launch_matrix(matrix, this.scenario, tasks, role, attempt, k), cell)
                 with INTERRUPT.deferred():
                     record.launches[cell.id] = result

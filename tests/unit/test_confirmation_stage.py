@@ -174,3 +174,40 @@ def test_a_resumed_confirmation_repeats_no_finished_launch(tmp_path, monkeypatch
     stage.run_confirmation(matrix, run, cells["ref"], cells, tmp_path, Progress(total=3), lambda: None, None)
     assert asked == ["fast.confirm-1-1", "ref.confirm-1-2", "fast.confirm-1-2"]  # interleaved, the first not again
     assert run.confirmation.complete and run.confirmation.tries[0].verdict.confirmed
+
+
+def test_a_side_answering_each_document_once_spreads_the_documents_over_its_launches():
+    """`repeats: 1` over three launches gave every document three answers (ceil(1 / 3) a launch): three times the
+    time, and greedy answers repeat, so the second and third added nothing. Now each launch answers its own slice,
+    in the seeded order past exploration's, and together the slices are the confirmation's documents once each."""
+    from evalharness.phases.subsets import subset_indices
+
+    matrix = Matrix.model_validate({
+        "name": "m", "engine": "vllm", "model": "x", "axes": {"a": {"p": {}, "q": {}}},
+        "quality": {"tasks": ["t"], "limit": 60},
+        "confirm": {"launches": 3, "repeats": 1, "reference_repeats": 2, "documents": 97}})
+    slices = [launch_matrix(matrix, None, ["t"], "finalist", attempt=1, launch=k).quality.task_settings["t"]
+              for k in (1, 2, 3)]
+    assert [(s.skip, s.limit, s.repeats) for s in slices] == [(60, 33, 1), (93, 32, 1), (125, 32, 1)]
+    answered = [set(subset_indices("t", 300, s.limit, 1234, skip=s.skip)) for s in slices]
+    explored = set(subset_indices("t", 300, 60, 1234))
+    held_out = set(subset_indices("t", 300, 97, 1234, skip=60))
+    assert set().union(*answered) == held_out and sum(map(len, answered)) == 97 and not held_out & explored
+    # the reference answers each document twice over three launches: every launch answers all of them once
+    ref = launch_matrix(matrix, None, ["t"], "reference", attempt=1, launch=2).quality.task_settings["t"]
+    assert (ref.skip, ref.limit, ref.repeats) == (60, 97, 1)
+
+
+def test_each_launchs_figure_is_the_one_the_verdict_read_in_its_unit(tmp_path):
+    """The Confirmation table printed each launch's output tok/s under a header saying so while the claim was in
+    goodput tok/s (demo, 2026-12-06): the table now shows the repeats the verdict kept, in the verdict's unit."""
+    from evalharness.render.confirmation import confirmation_section
+
+    run = confirmed_run(tmp_path, SAME)
+    verdict = run.confirmation.tries[0].verdict
+    assert verdict.unit == "output tok/s"  # this matrix states no SLO
+    assert set(verdict.figures) == set(run.confirmation.launches) and all(verdict.figures.values())
+    verdict.figures[launch_id("fast", 1, 1)] = [123.0, 125.0]  # what the section shows is the record's
+    verdict.unit = "goodput tok/s"
+    text = "\n".join(confirmation_section(run))
+    assert "| goodput tok/s |" in text and "124.0 (repeats 123.0..125.0)" in text
