@@ -204,6 +204,8 @@ class Confirmation:
     tasks: tuple[TaskClaim, ...] = field(default=())
     level: float = ALPHA
     answers_expected: bool = True  # the matrix measures quality: a claim with no task tested is no claim
+    figures: dict[str, tuple[float, ...]] = field(default_factory=dict)  # launch id -> its kept repeats, in `unit`
+    unit: str = "output tok/s"  # what the speed is read in: goodput tok/s under an SLO, else output tok/s
 
     @property
     def confirmed(self) -> bool:

@@ -71,18 +71,21 @@ def confirmation_try(run: RunResult, run_dir: Path, attempt: int) -> Confirmatio
     finals = [record.launches[i] for i in this.finalist_launches if i in record.launches]
     matrix = run.meta.matrix
     targets = targets_of(matrix)
-    speed = speed_over_launches(_launch_rates(finals, this.scenario, targets),
-                                _launch_rates(refs, this.scenario, targets), level=this.level)
+    finalist_rates = _launch_rates(finals, this.scenario, targets)
+    reference_rates = _launch_rates(refs, this.scenario, targets)
+    speed = speed_over_launches(list(finalist_rates.values()), list(reference_rates.values()), level=this.level)
     tasks = confirm_tasks(matrix)
     claims = [_claim(task, refs, finals, run_dir, margin_for(task, matrix.get("gate")), this.level) for task in tasks]
+    figures = {lid: tuple(rates) for lid, rates in {**reference_rates, **finalist_rates}.items()}
     return Confirmation(cell=this.finalist, speed=speed, tasks=tuple(claims), level=this.level,
-                        answers_expected=bool(tasks))
+                        answers_expected=bool(tasks), figures=figures,
+                        unit="goodput tok/s" if targets else "output tok/s")
 
 
-def _launch_rates(launches: list[CellResult], scenario: str | None, targets) -> list[list[float]]:
-    """Each served launch's kept repeats at the operating point, in the unit exploration read (goodput under an
-    SLO)."""
-    out = []
+def _launch_rates(launches: list[CellResult], scenario: str | None, targets) -> dict[str, list[float]]:
+    """Each served launch's kept repeats at the operating point, by launch id, in the unit exploration read
+    (goodput under an SLO)."""
+    out = {}
     for launch in launches:
         found = next((s for s in launch.throughput if s.name == scenario), None) if launch.status == "ok" else None
         if found is None or found.output_tok_s <= 0:
@@ -90,7 +93,7 @@ def _launch_rates(launches: list[CellResult], scenario: str | None, targets) -> 
         side = figure_of(found, targets).side
         kept = kept_launch(side.rates, side.reasons())
         if kept:
-            out.append(kept)
+            out[launch.id] = kept
     return out
 
 
@@ -126,7 +129,8 @@ def verdict_record(decision: Confirmation) -> TryVerdict:
     return TryVerdict(
         confirmed=decision.confirmed, speed=speed.text(), ratio=_number(speed.verdict.ratio),
         low=_number(speed.verdict.low), high=_number(speed.verdict.high), faster=speed.verdict.faster,
-        launches=speed.verdict.kept, launch_sd=speed.launch_sd, why_not=decision.why_not(),
+        launches=speed.verdict.kept, launch_sd=speed.launch_sd, why_not=decision.why_not(), unit=decision.unit,
+        figures={lid: [round(r, 3) for r in rates] for lid, rates in decision.figures.items()},
         tasks=[ClaimRecord(task=t.task, drop=_number(t.drop), upper=_number(t.upper), margin=t.margin,
                            not_worse=t.not_worse, equivalent=t.equivalent, documents=t.documents, text=t.text())
                for t in decision.tasks])

@@ -137,6 +137,8 @@ class TryVerdict(BaseModel):
     launch_sd: float | None = None  # launch-to-launch SD beyond the repeats, on the log scale
     tasks: list[ClaimRecord] = []
     why_not: str = ""
+    unit: str = "output tok/s"  # what the speed is read in (goodput tok/s under the report's SLO)
+    figures: dict[str, list[float]] = {}  # launch id -> its repeats the verdict kept, in `unit`
 
 
 class ConfirmTry(BaseModel):

@@ -5,7 +5,7 @@ render/recommend.py puts these lines first where a run has a second stage."""
 from __future__ import annotations
 
 from evalharness.analysis.speed import FLOOR
-from evalharness.records.run import CellResult, ConfirmTry, RunResult
+from evalharness.records.run import ConfirmTry, RunResult
 from evalharness.render.markdown import markdown_table, md_text
 
 
@@ -31,7 +31,7 @@ def confirmation_lines(run: RunResult, mark, command: str | None) -> list[str]:
     shipped = next((t for t in decided if t.verdict.confirmed), None)
     if shipped is not None:
         v = shipped.verdict
-        unit = "goodput tok/s" if (run.meta.matrix.get("report") or {}).get("slo") else "output tok/s"
+        unit = v.unit
         out = [f"{mark.bold('Ship ' + mark.code(shipped.finalist))}: confirmed on fresh launches against the "
                f"reference relaunched, {mark.text(v.speed)} in {unit} at "
                f"{mark.code(mark.text(shipped.scenario or 'the operating point'))}, "
@@ -57,12 +57,11 @@ def confirmation_lines(run: RunResult, mark, command: str | None) -> list[str]:
             f"({len(record.launches)} confirmation launches done); `evalharness run --resume` finishes it.", ""]
 
 
-def _figure(launch: CellResult, scenario: str | None) -> str:
-    found = next((s for s in launch.throughput if s.name == scenario), None)
-    if found is None:
+def _figure(rates: list[float] | None) -> str:
+    """A launch's figure as the verdict read it: the mean of its kept repeats, their range beside it."""
+    if not rates:
         return ""
-    rates = found.repeat_tok_s or [found.output_tok_s]
-    return f"{found.output_tok_s:.1f} (repeats {min(rates):.1f}..{max(rates):.1f})"
+    return f"{sum(rates) / len(rates):.1f} (repeats {min(rates):.1f}..{max(rates):.1f})"
 
 
 def confirmation_section(run: RunResult) -> list[str]:
@@ -75,8 +74,8 @@ def confirmation_section(run: RunResult) -> list[str]:
     out = ["## Confirmation", "",
            f"Exploration's finalists, in the order they are tried: {order}; {len(record.ruled_out)} of "
            f"{len(run.cells) - 1} cells ruled out (crashed, garbage, worse on a task, screened or slower). Each try "
-           "relaunches the reference and the finalist, interleaved; output tok/s below is each launch's mean over "
-           "its repeats at the operating point's step.", ""]
+           "relaunches the reference and the finalist, interleaved; each launch's figure below is the mean of the "
+           "repeats the verdict kept at the operating point's step, in the verdict's unit.", ""]
     for attempt, this in enumerate(record.tries, 1):
         rows = []
         for ref_id, fin_id in zip(this.reference_launches, this.finalist_launches):
@@ -88,9 +87,10 @@ def confirmation_section(run: RunResult) -> list[str]:
                 answers = "; ".join(f"{md_text(t.task)} {t.value:.3f}" for t in launch.quality if t.value is not None)
                 rows.append([f"`{md_text(lid)}`", role, launch.status if launch.status == "ok" else
                              f"**{launch.status}**", f"{launch.startup_s or 0:.0f}",
-                             _figure(launch, this.scenario), answers])
+                             _figure(this.verdict.figures.get(lid) if this.verdict else None), answers])
         out += [f"Try {attempt}: `{md_text(this.finalist)}` at `{md_text(this.scenario or '?')}`, tests at alpha "
                 f"{this.level:g}" + (f": {md_text(this.verdict.speed)}" if this.verdict else " (not finished)"), "",
-                markdown_table(["launch", "role", "status", "startup s", "output tok/s", "answers (mean score)"], rows),
+                markdown_table(["launch", "role", "status", "startup s",
+                                this.verdict.unit if this.verdict else "tok/s", "answers (mean score)"], rows),
                 ""]
     return out

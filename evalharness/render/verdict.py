@@ -153,7 +153,7 @@ def _confirmed_box(run: RunResult, names: dict[str, str]) -> list[str]:
     low = f" (at least {verdict.low:.2f}x)" if verdict.low is not None else ""
     at = f" at `{shipped.scenario}`" if shipped.scenario else ""
     first = (f"**Ship {_name(names, shipped.finalist)}**{_changes(run, shipped.finalist)}: "
-             f"{verdict.ratio:.2f}x{low} the reference's speed{at}, confirmed on "
+             f"{verdict.ratio:.2f}x{low} the reference's {verdict.unit}{at}, confirmed on "
              f"{verdict.launches[0]} fresh launches against {verdict.launches[1]}")
     note = length_note(run, shipped.finalist)  # exploration's answers: confirmation's are paired on accuracy
     first += f"; but {note}." if note else "."
