@@ -80,5 +80,10 @@ def estimate_line(run: RunResult) -> str | None:
     pending = sum(1 for cid in run.cell_order if cid not in run.cells)
     ahead = (f"about {left / 60:.0f} min left for {pending} cell{'s' if pending != 1 else ''} ({per_cell[1]})"
              if pending else "all cells done")
-    return (f"{len(run.cells)}/{len(run.cell_order)} cells in {spent / 60:.1f} min; {ahead}; whole matrix about "
+    line = (f"{len(run.cells)}/{len(run.cell_order)} cells in {spent / 60:.1f} min; {ahead}; whole matrix about "
             f"{(spent + left) / 60:.0f} min")
+    confirm = (run.meta.matrix or {}).get("confirm") or {}
+    if confirm.get("enabled", True) and confirm and run.confirmation is None:
+        # a launch measures only the operating point and the confirmed tasks: not a cell's time, so not estimated
+        line += f"; then confirmation: {2 * int(confirm.get('launches', 3))} launches a try, not in the estimate"
+    return line

@@ -73,3 +73,15 @@ def test_the_status_table_names_each_cell_and_why_it_did_not_finish():
     crashed = next(line for line in lines if line.startswith("a "))
     assert "engine exited: [31m CUDA error" in crashed and "\x1b" not in crashed and crashed.endswith("…")
     assert max(len(line) for line in lines) <= 120
+
+
+def test_the_estimate_says_a_second_stage_follows_and_that_it_is_not_counted():
+    """With a `confirm` section the run ends with the finalist's and the reference's fresh launches (issue 61): the
+    line says so, not a whole-run time that leaves them out silently; once the stage has begun it says nothing."""
+    run = _run([_cell("ref", 160.0), _cell("a", 100.0)], ["ref", "a", "b"])
+    run.meta.matrix = {"confirm": {"launches": 2}}
+    assert estimate_line(run).endswith("; then confirmation: 4 launches a try, not in the estimate")
+    run.meta.matrix = {"confirm": {"launches": 2, "enabled": False}}
+    assert "confirmation" not in estimate_line(run)
+    run.meta.matrix = {}
+    assert "confirmation" not in estimate_line(run)
