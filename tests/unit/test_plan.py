@@ -64,9 +64,12 @@ def test_plan_command_on_the_demo_matrix_and_run_refuses_a_budget_it_cannot_meet
     monkeypatch.setattr(runner, "execute", never)
     assert main(["plan", "--matrix", "matrices/cpu-smollm2.yaml", "--tok-s", "80"]) == 0
     out = capsys.readouterr().out
-    assert "| eh_capitals | ±0.1 |" in out and "documents unknown" in out
-    text = Path("matrices/cpu-smollm2.yaml").read_text().replace(
-        "  reference_repeats: 2\n", "  reference_repeats: 2\n  budget_hours: 0.000001\n")
+    # two stages: exploration on each task's first 60 documents, confirmation on 96 others
+    assert "Exploration:" in out and "| eh_capitals | ±0.1 | 60 |" in out
+    assert "Confirmation:" in out and "| eh_capitals | ±0.1 | 96 |" in out
+    text = Path("matrices/cpu-smollm2.yaml").read_text()
+    text = text[:text.index("confirm:\n")] + text[text.index("gate:\n"):]  # one stage, as it was
+    text = text.replace("  reference_repeats: 2\n", "  reference_repeats: 2\n  budget_hours: 0.000001\n")
     matrix = tmp_path / "m.yaml"
     matrix.write_text(text.replace("../.engine", str(Path(".").resolve() / ".engine")))
     # a previous run in the output folder gives the documents, tokens and throughput: the hours are known
