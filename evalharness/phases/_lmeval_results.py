@@ -161,7 +161,9 @@ def chain_loops(answer: dict[str, Any]) -> bool:
     """The answer's chain (its reasoning, then its content) ends inside a loop (detectors/loops.py). Kept on the
     answer as `loops` once decided: a document's filters share one answer, and the task's statistics count it too."""
     if "loops" not in answer:
-        answer["loops"] = loops_to_the_end(f"{answer.get('reasoning') or ''}\n{answer.get('content') or ''}".strip())
+        reasoning, content = answer.get("reasoning") or "", answer.get("content") or ""
+        answer["loops"] = loops_to_the_end(f"{reasoning}\n{content}".strip(),
+                                           answer_empty=bool(reasoning.strip()) and not content.strip())
     return answer["loops"]
 
 

@@ -160,7 +160,7 @@ def _judge_parts(out: ProbeOutput, expect_stop: bool, ref: ProbeOutput | None) -
         garbage, findings = verdict.garbage, [f.model_dump() for f in verdict.findings]
     if out.reasoning:
         # thinking long is what a reasoning model does: never_stops does not apply to it (no finish_reason passed)
-        verdict = judge(Sample(output=out.reasoning, prompt=out.prompt,
+        verdict = judge(Sample(output=out.reasoning, prompt=out.prompt, answer_empty=not (out.output or "").strip(),
                                reference_output=(ref.reasoning or None) if ref else None))
         garbage = garbage or verdict.garbage
         findings += [{**f.model_dump(), "detector": f"reasoning:{f.detector}"} for f in verdict.findings]

@@ -11,7 +11,9 @@ model loops on some prompts in every configuration.
 
 Modules: base (sample, finding, text structure), repetition, loops (a unit of any length repeated back to back),
 language (BPE markers, letter salad, mixed scripts), nonwords (reversed text, glued words, no content), classic
-(symbols, characters, empty, never stops, script mismatch, reference), verdict (judge, same_answer, cells).
+(symbols, characters, empty, never stops, script mismatch, reference), chains (garbage in the shape of a
+reasoning chain: salad between discourse markers, a foreign fragment, a template token), verdict (judge,
+same_answer, cells).
 """
 
 from evalharness.phases.detectors.base import Finding, Sample, SampleVerdict

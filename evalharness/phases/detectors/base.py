@@ -19,6 +19,7 @@ class Sample(BaseModel):
     finish_reason: str | None = None  # "stop" | "length" | ...
     expect_stop: bool = False  # the prompt asks for a short answer: hitting max_tokens is suspicious
     reference_output: str | None = None  # the reference cell's answer to the same prompt
+    answer_empty: bool = False  # `output` is a reasoning chain behind which the answer came back empty
 
 
 class Finding(BaseModel):

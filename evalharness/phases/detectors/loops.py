@@ -62,6 +62,10 @@ LOOP_MIN_PERIOD = 12  # tokens: about a sentence; shorter units are phrase_repea
 LOOP_MIN_SHARE = 0.3
 MAX_GAP, MIN_FLANK = 2, 4  # a sampled loop's copies may differ by a word or two between matches of 4+ tokens
 LONG_UNIT, LONG_END_REPEATS = 50, 3  # two sentences or more (50+ tokens) three times back to back to the end
+# behind an empty answer a chain that ends in a cycle gave up in it: a unit of EMPTY_UNIT tokens (two short sentences)
+# three times back to back to the end is a loop there (issue 60, 5: "a two-sentence cycle repeated three times in a
+# short chain with an empty answer"); no healthy chain of the 405 above ends in three copies of 20 tokens or more
+EMPTY_UNIT, EMPTY_END_REPEATS = 20, 3
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,11 @@ def longest_loop(text: str, min_repeats: float = SOFT_REPEATS, min_period: int =
 
 def loop_repeat(sample: Sample) -> Finding | None:
     """A unit of any length repeated back to back (see the module docstring for the thresholds)."""
+    if sample.answer_empty and (cycle := tail_loop(sample.output, answer_empty=True)) is not None \
+            and cycle.period >= EMPTY_UNIT:
+        unit = " ".join(cycle.unit.split())
+        return Finding(detector="loop", strength="hard", evidence=f"{clip(unit, 70)!r} ({cycle.period} tokens) "
+                       f"x{cycle.repeats:.1f} back to back at the end of the chain, and the answer empty")
     found = longest_loop(sample.output, min_period=LOOP_MIN_PERIOD)
     if found is None or found.length < LOOP_MIN_TOKENS:
         return _loop_at_the_end(sample.output)
@@ -245,23 +254,25 @@ TAIL_TOKENS = (LOOP_REPEATS + 1) * MAX_PERIOD  # room for the longest unit's cop
 TAIL_CHARS = 40_000  # characters enough for TAIL_TOKENS tokens: only the end of a long chain is tokenised
 
 
-def tail_loop(text: str) -> Loop | None:
+def tail_loop(text: str, answer_empty: bool = False) -> Loop | None:
     """The longest stretch that reaches the last token (a word cut by max_tokens may leave one unmatched) and repeats
     one unit back to back: LOOP_REPEATS copies over LOOP_MIN_TOKENS tokens (a unit without a letter
     LETTERLESS_REPEATS copies). The end is read first (the last TAIL_TOKENS tokens, every period up to MAX_PERIOD):
     per period, the run of matches reaching the last token, so it costs a few milliseconds on a chain of any length.
     Only where that finds nothing and the chain is longer is the rest read (up to MAX_TOKENS), for the units longer
-    than MAX_PERIOD at which its last tokens recur. `total` counts the tokens read (pure)."""
+    than MAX_PERIOD at which its last tokens recur. `total` counts the tokens read. `answer_empty`: the chain's answer
+    came back empty, and a unit of EMPTY_UNIT tokens or more counts from EMPTY_END_REPEATS copies (pure)."""
     tail = text[-TAIL_CHARS:]
     codes, matches = _tokens(tail, TAIL_TOKENS)
-    found = _loop_to_the_end(tail, codes, matches, range(1, min(MAX_PERIOD, len(codes) // 2) + 1))
+    found = _loop_to_the_end(tail, codes, matches, range(1, min(MAX_PERIOD, len(codes) // 2) + 1), answer_empty)
     if found is None and (len(tail) < len(text) or len(codes) == TAIL_TOKENS):
         codes, matches = _tokens(text)
-        found = _loop_to_the_end(text, codes, matches, _periods_to_the_end(codes))
+        found = _loop_to_the_end(text, codes, matches, _periods_to_the_end(codes), answer_empty)
     return found
 
 
-def _loop_to_the_end(text: str, codes: np.ndarray, matches: list[re.Match], periods) -> Loop | None:
+def _loop_to_the_end(text: str, codes: np.ndarray, matches: list[re.Match], periods,
+                     answer_empty: bool = False) -> Loop | None:
     n = len(codes)
     words = _words(matches)
     best: Loop | None = None
@@ -278,22 +289,25 @@ def _loop_to_the_end(text: str, codes: np.ndarray, matches: list[re.Match], peri
         start = n - length - (0 if same[-1] else 1)
         unit = matches[start : start + period]
         letter = any(ch.isalpha() for m in unit for ch in m.group(0))
-        if length >= _end_repeats(period, letter) * period:
+        if length >= _end_repeats(period, letter, answer_empty) * period:
             best = Loop(period=period, start=start, length=length, total=n,
                         unit=text[unit[0].start() : unit[-1].end()])
     return best
 
 
-def _end_repeats(period: int, letter: bool) -> int:
+def _end_repeats(period: int, letter: bool, answer_empty: bool = False) -> int:
     """Copies a unit needs to count as a loop to the end of a chain: a unit without a letter LETTERLESS_REPEATS, a
-    paragraph (LONG_UNIT tokens or more) LONG_END_REPEATS, any other LOOP_REPEATS."""
+    paragraph (LONG_UNIT tokens or more) LONG_END_REPEATS, behind an empty answer two short sentences (EMPTY_UNIT)
+    EMPTY_END_REPEATS, any other LOOP_REPEATS."""
     if not letter:
         return LETTERLESS_REPEATS
-    return LONG_END_REPEATS if period >= LONG_UNIT else LOOP_REPEATS
+    if period >= LONG_UNIT or (answer_empty and period >= EMPTY_UNIT):
+        return LONG_END_REPEATS if period >= LONG_UNIT else EMPTY_END_REPEATS
+    return LOOP_REPEATS
 
 
-def loops_to_the_end(text: str) -> bool:
+def loops_to_the_end(text: str, answer_empty: bool = False) -> bool:
     """A chain (thinking and answer) that ends inside a loop (`tail_loop`). Beside finish_reason "length" this tells
     "cut off while looping" from "cut off while still reasoning" (the quality phase's secondary endpoint; it runs on
-    every quality answer)."""
-    return tail_loop(text) is not None
+    every quality answer). `answer_empty`: the reasoning behind an empty answer, which counts a shorter cycle."""
+    return tail_loop(text, answer_empty) is not None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from evalharness.phases.detectors.base import Finding, Sample, SampleVerdict, clip
+from evalharness.phases.detectors.chains import foreign_fragment, reasoning_salad, template_token
 from evalharness.phases.detectors.classic import (bad_characters, disjoint_from_reference, empty_output, never_stops,
                                                   script_mismatch, symbol_soup, torn_separators)
 from evalharness.phases.detectors.loops import loop_repeat
@@ -19,7 +20,8 @@ from evalharness.phases.detectors.repetition import (char_run, glued_repeat, low
 DETECTORS: tuple[Callable[[Sample], Finding | None], ...] = (
     empty_output, char_run, word_repeat, glued_repeat, symbol_soup, torn_separators, bad_characters, bpe_markers,
     script_mismatch, mixed_script_words, letter_salad, word_salad, reversed_text, glued_words, no_content,
-    loop_repeat, phrase_repeat, low_compression, never_stops, disjoint_from_reference,
+    loop_repeat, phrase_repeat, low_compression, never_stops, disjoint_from_reference, reasoning_salad,
+    foreign_fragment, template_token,
 )
 
 
