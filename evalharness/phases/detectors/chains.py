@@ -83,11 +83,14 @@ FOREIGN_DOMINANCE = 0.8  # the text's own script holds at least this share of it
 
 
 def _chunk_script(chunk: str) -> str | None:
+    """The one script of a chunk's letters; None for no letters, one letter (a Greek letter is notation), or
+    several scripts (a word glued to another script's is code-switching, mixed_script_words' to judge: QwQ-32B's
+    healthy "per生长周期" in English thinking)."""
     counts = scripts(chunk)
-    if not counts:
+    if len(counts) != 1:
         return None
     script, n = counts.most_common(1)[0]
-    return script if n >= 2 or script in UNSPACED else None  # one Greek letter is notation, not a word
+    return script if n >= 2 or script in UNSPACED else None
 
 
 def foreign_fragment(sample: Sample) -> Finding | None:
@@ -127,7 +130,12 @@ def foreign_fragment(sample: Sample) -> Finding | None:
 
 
 # --- template_token ---------------------------------------------------------------------------------------------
-SPECIAL = re.compile(r"<\|[\w▁.\- ]{1,40}\|>|<｜[^｜<>\n]{1,40}｜>|\[/?INST\]|</?think>")
+SPECIAL = re.compile(r"<\|([\w▁.\- ]{1,40})\|>|<｜([^｜<>\n]{1,40})｜>|(\[/?INST\])|<((?:start|end)_of_turn)>|(</?think>)")
+# the tokens that end a turn or the text, or begin one: text after them is a new turn or an engine that did not stop.
+# A model's own section markers (Sky-T1's <|begin_of_thought|>, <|end_of_solution|>) are its format, not these
+TURN_TOKENS = {"im_start", "im_end", "im_sep", "endoftext", "end_of_text", "eot_id", "eot", "eom_id",
+               "start_header_id", "end_header_id", "begin_of_text", "user", "assistant", "system", "end", "eos", "bos",
+               "end_of_sentence", "begin_of_sentence", "start_of_turn", "end_of_turn", "[inst]", "[/inst]"}
 ROLE = re.compile(r"\s*(?:<\|[\w ]{1,20}\|>\s*)*(assistant|user|system|model)\b", re.I)
 RESTART_WORDS = 8  # the words after the token, said before it: the text starts again
 
@@ -141,6 +149,9 @@ def template_token(sample: Sample) -> Finding | None:
     text = CODE.sub(lambda m: " " * len(m.group(0)), sample.output)
     for match in SPECIAL.finditer(text):
         token, before, after = match.group(0), text[: match.start()], text[match.end():]
+        name = next(g for g in match.groups() if g).strip().lower().replace("▁", "_")
+        if not match.group(5) and name not in TURN_TOKENS:
+            continue
         if len(_words(after)) < 2:
             continue  # at the end: a stop token printed, the text itself whole
         if token == "</think>" and "</think>" not in before:
