@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
 
 from evalharness.analysis.confirm import (
     Confirmation, Explored, TaskClaim, confirm_tasks, kept_launch, not_worse, speed_over_launches)
