@@ -60,8 +60,10 @@ CANDIDATES = (1, 5, 10, 23)
 # sm120's tasks: exploration's documents, accuracy (the sm120 review's), gate.margin, confirm.task_documents (its own
 # documents, past exploration's) and confirm.task_repeats (±0.02 for gsm8k, ±0.03 elsewhere, at the documents and
 # repeats `evalharness plan` sizes by simulating the calibrated test, analysis/passpower.py)
-SM120_TASKS = (("gsm8k", 48, 0.95, 0.02, 150, 11), ("gpqa_diamond", 24, 0.80, 0.03, 120, 17),
-               ("mmlu_pro", 28, 0.82, 0.03, 112, 19), ("ifeval", 24, 0.88, 0.03, 120, 12))
+# (tests/unit/test_plan_two_stage.py keeps them equal to the matrix's plan)
+SM120_TASKS = (("gsm8k", 24, 0.95, 0.02, 300, 5), ("gpqa_diamond", 24, 0.80, 0.03, 120, 17),
+               ("mmlu_pro", 28, 0.82, 0.03, 224, 9), ("ifeval", 24, 0.88, 0.03, 120, 13))
+SM120_LAUNCHES, SM120_SPEED_REPEATS = 3, 4  # sm120's confirm.launches and confirm.speed_repeats
 
 
 @dataclass(frozen=True)
@@ -213,7 +215,7 @@ def accuracy_run(rng: np.random.Generator, design: Design, regime: Regime, speed
 
 
 def accuracy_lines(trials: int, seed: int, design: Design, quick: bool) -> None:
-    design = Design(**{**design.__dict__, "launches": 2, "speed_repeats": 3})  # sm120's confirm section
+    design = Design(**{**design.__dict__, "launches": SM120_LAUNCHES, "speed_repeats": SM120_SPEED_REPEATS})
     regime = Regime(0.02, 0.015, 0)
     print(f"\n## The whole decision with answers (launch SD 2%, CV 1.5%; exploration: each cell once, the reference "
           f"{design.explore_reference_repeats}x; confirmation {design.launches} launches a side, "

@@ -5,7 +5,7 @@ phase. A figure that is missing is named in its cell ("needs tok/s"), never a ba
 from __future__ import annotations
 
 from evalharness.analysis.plan import Plan, TaskPlan
-from evalharness.analysis.plan_stages import Figure, Stage, StagesPlan, StageTask
+from evalharness.analysis.plan_stages import ACCURACY_POWER, SPEED_SHARE, Figure, Stage, StagesPlan, StageTask
 from evalharness.analysis.plan_throughput import ThroughputPlan, Totals
 from evalharness.render.markdown import markdown_table
 
@@ -162,8 +162,9 @@ def stages_lines(sp: StagesPlan) -> list[str]:
              f"Confirmation: {sp.tries} tr{'y' if sp.tries == 1 else 'ies'} x 2 x {sp.launches} launches (the "
              f"reference relaunched, then the finalist, interleaved); per task \"not worse\" at alpha / tries = "
              f"{level:g} on documents exploration did not answer: the margin a truly unchanged finalist passes with "
-             f"80% power in all (each task's share; analysis/passpower.py simulates the calibrated test that decides "
-             f"it) (✓: within the task's margin)",
+             f"{ACCURACY_POWER:.0%} power in all (each task's share; the claim's 80% less the speed half's "
+             f"{SPEED_SHARE:.0%}; analysis/passpower.py simulates the calibrated test that decides it) (✓: within "
+             "the task's margin)",
              "", confirmation_table(sp), ""]
     start = sp.startup
     lines.append(f"- a launch's startup: {start.value / 60:,.1f} min, {start.source}" if start.value is not None
