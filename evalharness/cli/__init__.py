@@ -12,6 +12,7 @@ from evalharness.cli.common import int_list, positive_float, positive_int, unit_
 from evalharness.cli.runs import cmd_plan, cmd_report, cmd_run, cmd_validate
 from evalharness.cli.tools import cmd_bench, cmd_detect, cmd_diagnose
 from evalharness.cli.verdicts import cmd_baseline_save, cmd_compare, cmd_gate
+from evalharness.serving.engines import ENGINES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     diag = sub.add_parser("diagnose", help="crash class and known warnings of a server log produced outside the harness")
     diag.add_argument("log", help="the server's log (stdout and stderr)")
-    diag.add_argument("--engine", choices=["sglang", "vllm"], help="default: guessed from the log's lines")
+    diag.add_argument("--engine", choices=[name for name, e in ENGINES.items() if e.launches],
+                      help="default: guessed from the log's lines")
     diag.add_argument("--json", action="store_true", help="JSON instead of Markdown")
     diag.set_defaults(func=cmd_diagnose)
 

@@ -28,7 +28,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
           f"{' + '.join(engines)}, {len(cells)} cells, reference {reference.id}")
     for name in engines:  # one example launch per engine: the reference's, else the first cell on that engine
         example_cell = reference if reference.engine == name else next(c for c in cells if c.engine == name)
-        if name != "external":
+        if ENGINES[name].launches:
             example = ENGINES[name].launch_plan(matrix, example_cell, port=0, work_dir="OUT")
             print(f"  launch ({example_cell.id}, port chosen at run time): {shlex.join(mask_argv(example.argv))}")
     for cell in cells:
@@ -39,20 +39,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
               f"{'  env: ' + env if env else ''}")
     if _calls_notes(matrix, cells, args.matrix):
         return EXIT_BAD_INPUT
-    sglang_cells = [c for c in cells if c.engine == "sglang"]
-    if sglang_cells:
-        if args.no_engine_check:
-            print("SGLang: not checked (--no-engine-check): flags and variables were checked for shape only")
-            return 0
-        return _validate_sglang(matrix, sglang_cells, args.engine_python)
-    return 0
+    status = 0
+    for name in engines:  # each engine's own check of its cells against what is installed, where it has one
+        status = max(status, _engine_check(matrix, name, [c for c in cells if c.engine == name], args))
+    return status
 
 
 def _calls_notes(matrix, cells, matrix_path: str) -> int:
     """What each cell's flags mean for the matrix's calls tasks (tool calls, JSON output): notes, not errors; a
     calls task's data that does not load is bad input (exit 2)."""
     from evalharness.phases.calls.cases import CallsDataError, calls_task_path, load_cases
-    from evalharness.phases.calls.flags import calls_flag_notes
+    from evalharness.serving.engines import ENGINES
 
     if matrix.quality is None:
         return 0
@@ -64,29 +61,37 @@ def _calls_notes(matrix, cells, matrix_path: str) -> int:
         except CallsDataError as exc:
             return fail(f"{matrix_path}: quality.tasks {task}: {exc}")
     for cell in cells:
-        for note in calls_flag_notes(cell.engine, cell.args, kinds):
+        for note in ENGINES[cell.engine].calls_flag_notes(cell.args, kinds):
             print(f"  note ({cell.id}): {note}")
     return 0
 
 
-def _validate_sglang(matrix, cells, engine_python: str | None) -> int:
-    from evalharness.serving.engines.sglang_check import check_cells
+def _engine_check(matrix, name: str, cells, args) -> int:
+    """One engine's cells through the engine as installed (its parser and environment), where it has that check."""
+    from evalharness.serving.engines import ENGINES
 
-    result = check_cells(matrix, cells, engine_python)
+    engine = ENGINES[name]
+    if args.no_engine_check:
+        if engine.checks_install:  # an engine with a check says it was skipped
+            print(f"{engine.label}: not checked (--no-engine-check): flags and variables were checked for shape only")
+        return 0
+    result = engine.check_cells(matrix, cells, args.engine_python)
+    if result is None:
+        return 0
     if not result.checked:
         # a CI step must not pass having checked nothing: say so and fail, unless told not to check
-        return fail(f"SGLang: could not check the cells against the installed SGLang: {result.reason} "
-                     "(pass --no-engine-check to validate the matrix's shape only)")
-    print(f"SGLang {result.version} ({result.python}): {len(cells) - len(result.failed)}/{len(cells)} cells accepted "
-          "by its parser and environment")
+        return fail(f"{engine.label}: could not check the cells against the installed {engine.label}: "
+                    f"{result.reason} (pass --no-engine-check to validate the matrix's shape only)")
+    print(f"{engine.label} {result.version} ({result.python}): {len(cells) - len(result.failed)}/{len(cells)} "
+          "cells accepted by its parser and environment")
     notes = sorted({note for check in result.cells for note in check.notes})
     for note in notes:
         print(f"  note: {note}")
     for check in result.failed:
         if not check.ok:
-            print(f"  REJECTED {check.id}: {check.error} (sglang {result.version})", file=sys.stderr)
+            print(f"  REJECTED {check.id}: {check.error} ({name} {result.version})", file=sys.stderr)
         if check.unknown_env:
-            print(f"  REJECTED {check.id}: environment variables that sglang {result.version} does not define: "
+            print(f"  REJECTED {check.id}: environment variables that {name} {result.version} does not define: "
                   f"{', '.join(check.unknown_env)}", file=sys.stderr)
     return EXIT_BAD_INPUT if result.failed else 0
 

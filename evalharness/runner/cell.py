@@ -35,7 +35,7 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
            reference: CellResult | None = None, family_size: int = 1) -> ServerProcess | None:
     """The phases of one cell, recording into `state`; returns the server so the caller can always tear it down."""
     plan = state.plan
-    if engine.name == "external":
+    if not engine.launches:
         state.enter("startup", progress)
         state.phase = "startup"
         ready, waited = wait_external(plan.root_url + plan.health_path, matrix.timeouts.startup_s)
@@ -164,12 +164,12 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
     start while more is held (an earlier server's memory not yet released) is refused, not launched. `reference`:
     the reference's finished record, for screening and sequential looks (None: every look runs);
     `family_size`: the matrix's cell x task comparisons, over which a look's worse-test is adjusted."""
-    port = 0 if engine.name == "external" else matrix.port or free_port(matrix.host)
+    port = 0 if not engine.launches else matrix.port or free_port(matrix.host)
     plan = engine.launch_plan(matrix, cell, port, str(run_dir.resolve()))
     state = CellRun(cell, plan, run_dir)
     state.cell_dir.mkdir(parents=True, exist_ok=True)
     mark(state.cell_dir, cell)  # which settings this folder's files belong to (runner/cellfolders.py)
-    gpu_before = gpu_memory_used_mib() if engine.name != "external" else None
+    gpu_before = gpu_memory_used_mib() if engine.launches else None
     gpu_before, refused = refuse_if_gpu_held(gpu_before, gpu_baseline, matrix.timeouts.gpu_release_s)
     if refused is not None:
         state.status, state.reason = "error", refused

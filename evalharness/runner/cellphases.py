@@ -73,7 +73,7 @@ def measure_one(matrix: Matrix, engine: Engine, state: CellRun, progress: Progre
     theirs = next((s for s in (reference.throughput if reference else []) if s.name == scenario.name), None)
     result = measure_scenario(client, scenario, state.cell_dir, after_warmup=read_counters, reference=theirs,
                               is_reference=is_reference,
-                              watch_host=engine.name != "external" and matrix.throughput.watch_host,
+                              watch_host=engine.launches and matrix.throughput.watch_host,
                               targets=targets_of(matrix.model_dump(mode="json")))
     state.throughput.append(result)
     if not alive():

@@ -86,9 +86,9 @@ def execute_ray(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
     """Run every pending cell on the Ray cluster; return the run and the exit status (0 done, 130/143 interrupted)."""
     cluster = matrix.cluster or ClusterSection()
     address = address or cluster.ray
-    if reference.engine == "external":
-        raise RunError("engine 'external' serves from one endpoint that is already up: there is nothing to spread "
-                       "over a Ray cluster; run it without --ray")
+    if not ENGINES[reference.engine].launches:
+        raise RunError(f"engine {reference.engine!r} serves from one endpoint that is already up: there is nothing "
+                       "to spread over a Ray cluster; run it without --ray")
     demands = {c.id: cell_demand(c, cluster) for c in cells}
     for cid, demand in demands.items():
         if not demand:  # a task asking for nothing runs anywhere, any number at once: never what a cell wants

@@ -44,7 +44,7 @@ def cells_to_score(run: RunResult, out_dir: Path) -> list[str]:
 def pending_reverse(matrix: Matrix, engine: Engine, reference: Cell, run: RunResult, out_dir: Path) -> list[str]:
     """The cells whose reverse direction is still to score: none when the check is off, the engine is external or
     the reference did not end ok."""
-    if not matrix.distribution.enabled or engine.name == "external":
+    if not matrix.distribution.enabled or not engine.launches:
         return []
     ref = run.cells.get(reference.id)
     if ref is None or ref.status != "ok":

@@ -51,7 +51,7 @@ class _SaveFailed(Exception):
 def preflight(matrix: Matrix, engine: Engine, cell: Cell) -> None:
     """What would make every cell fail the same way, found before any launch: a model folder or an engine binary
     that is not on this machine. (A hub id cannot be checked offline; the engine's own error classifies it.)"""
-    if engine.name == "external":
+    if not engine.launches:
         return
     model = matrix.model
     if model.startswith(("/", "~")) and not Path(model).expanduser().exists():
@@ -225,7 +225,7 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
             raise _SaveFailed from exc
 
     # GPU memory before the first launch: a later cell that finds more held is refused (runner/teardown.py)
-    gpu_baseline = gpu_memory_used_mib() if any(c.engine != "external" for c in pending) else None
+    gpu_baseline = gpu_memory_used_mib() if any(ENGINES[c.engine].launches for c in pending) else None
     with INTERRUPT.installed():
         try:
             for offset, cell in enumerate(pending):

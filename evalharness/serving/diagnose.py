@@ -3,23 +3,16 @@ lines) applied to a server log produced outside the harness. Pure: text in, a Di
 
 from __future__ import annotations
 
-import re
-
 from evalharness.records.diagnosis import DiagnosedWarning, Diagnosis
 from evalharness.serving.engines import ENGINES
-from evalharness.serving.engines.sglang_logs import MARKERS as SGLANG_MARKERS
 from evalharness.serving.logscan import COMMON_CRASHES, classify_crash, extract_warnings, line_tiers
-
-_VLLM_MARKERS = re.compile(r"vllm|\(EngineCore(?:_DP\d+)? pid=\d+\)|\(APIServer pid=\d+\)|Initializing a V\d LLM engine")
 
 
 def guess_engine(text: str) -> str | None:
-    """'sglang' or 'vllm' by which engine's own lines the log holds more of; None when it holds neither."""
-    sglang = len(SGLANG_MARKERS.findall(text))
-    vllm = len(_VLLM_MARKERS.findall(text))
-    if not sglang and not vllm:
-        return None
-    return "sglang" if sglang >= vllm else "vllm"
+    """The engine whose own lines the log holds most of (the first registered on a tie); None when it holds none."""
+    counts = {name: engine.log_markers(text) for name, engine in ENGINES.items()}
+    best = max(counts, key=lambda name: counts[name])
+    return best if counts[best] else None
 
 
 def diagnose(text: str, log_name: str, engine_name: str | None = None) -> Diagnosis:
@@ -27,7 +20,8 @@ def diagnose(text: str, log_name: str, engine_name: str | None = None) -> Diagno
     guessed = engine_name is None
     name = engine_name or guess_engine(text)
     if name is None:
-        raise ValueError("cannot tell which engine wrote this log (no SGLang or vLLM lines): pass --engine")
+        known = " or ".join(e.label for e in ENGINES.values() if e.launches)
+        raise ValueError(f"cannot tell which engine wrote this log (no {known} lines): pass --engine")
     engine = ENGINES[name]
     rules = engine.log_rules
     lines = text.splitlines()

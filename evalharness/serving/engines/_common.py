@@ -26,9 +26,15 @@ class LaunchPlan:
 
 
 class Engine(Protocol):
-    """One inference engine's knowledge. Implementations are plain classes registered in engines/__init__.py."""
+    """One inference engine's knowledge. Implementations are plain classes registered in engines/__init__.py; the
+    rest of the package asks an engine what it can do and never branches on its name (tests/unit/test_layout.py)."""
 
     name: str
+    label: str  # how a person names it in a sentence: "SGLang", "vLLM"
+    # whether the harness starts and stops its server: False for an endpoint that is already up (no port, no GPU
+    # baseline, no host watch, no relaunch for the reverse direction, nothing to spread over Ray)
+    launches: bool
+    checks_install: bool  # whether check_cells runs the cells through the installed engine (validate)
     log_rules: LogRules
     # how teardown starts (server.py): "group" SIGTERMs the whole process group (vLLM: every process handles it);
     # "launcher" SIGTERMs the launcher alone and lets it shut its children down (SGLang: its schedulers have no
@@ -64,6 +70,25 @@ class Engine(Protocol):
     def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
         """The engine's own log lines written during one scenario, summarised (pure; {} when it logs none)."""
         ...
+
+    def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
+        """What a cell's launch `args` mean for the matrix's calls tasks of `kinds` ("tools", "json"), said by
+        `validate` before anything is launched (pure): notes, not errors."""
+        ...
+
+    def check_cells(self, matrix: Matrix, cells: list[Cell], engine_python: str | None) -> Any | None:
+        """The cells through the installed engine's own parser and environment (`validate`), or None where this
+        engine has no such check (sglang_check.py: SglangCheck)."""
+        ...
+
+    def log_markers(self, text: str) -> int:
+        """How many of a log's lines are this engine's own (`diagnose` guesses a log's engine by it; pure)."""
+        ...
+
+
+def flag_given(args: dict[str, Any], flag: str) -> bool:
+    """Whether a cell's launch args set `flag` (a false or missing value is not given)."""
+    return args.get(flag) not in (None, False)
 
 
 def render_args(args: dict[str, Any]) -> list[str]:

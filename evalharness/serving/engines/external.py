@@ -16,6 +16,9 @@ class ExternalEngine:
     """The harness neither starts nor stops this server; it polls `<base_url>/models` for readiness."""
 
     name = "external"
+    label = "the external endpoint"
+    checks_install = False
+    launches = False
     log_rules = LogRules()
     terminate = "group"  # never used: nothing is launched
     load_request_extras: dict = {}
@@ -49,6 +52,15 @@ class ExternalEngine:
 
     def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
         return {}
+
+    def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
+        return []  # no launch flags: the endpoint was started by someone else
+
+    def check_cells(self, matrix: Matrix, cells: list[Cell], engine_python: str | None) -> None:
+        return None
+
+    def log_markers(self, text: str) -> int:
+        return 0  # it writes no log the harness reads
 
     def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
         return {}

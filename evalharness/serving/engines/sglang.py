@@ -34,9 +34,10 @@ from typing import Any
 import httpx
 
 from evalharness.matrix.schema import Cell, Matrix
-from evalharness.serving.engines._common import LaunchPlan, flatten, get_json, prometheus_totals, server_plan
-from evalharness.serving.engines.sglang_check import engine_versions, find_python
-from evalharness.serving.engines.sglang_logs import LOG_RULES, decode_summary
+from evalharness.serving.engines._common import (LaunchPlan, flag_given, flatten, get_json, prometheus_totals,
+                                                 server_plan)
+from evalharness.serving.engines.sglang_check import SglangCheck, check_cells, engine_versions, find_python
+from evalharness.serving.engines.sglang_logs import LOG_RULES, MARKERS, decode_summary
 
 DEFAULT_COMMAND = ["sglang", "serve"]
 FLUSH_TIMEOUT_S = 60  # /flush_cache?timeout=N: how long SGLang may wait for the server to go idle
@@ -67,6 +68,9 @@ class SglangEngine:
     """Knowledge of SGLang's server (`sglang serve`, or `python -m sglang.launch_server` through `command`)."""
 
     name = "sglang"
+    label = "SGLang"
+    checks_install = True
+    launches = True
     log_rules = LOG_RULES
     terminate = "launcher"  # SIGTERM to the launcher only, then the tree (see the module docstring)
     # sglang/srt/entrypoints/openai/protocol.py (return_spec_tokens_details, SpecTokensDetails): each response ends
@@ -74,6 +78,25 @@ class SglangEngine:
     load_request_extras = {"return_spec_tokens_details": True}
     # its /v1/completions echo gives text tokens and text_offset -1 (srt/entrypoints/openai/utils.py); /generate ids
     logprob_path = "generate"
+
+    def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
+        # 0.5.23 returns calls as text without a tool parser (srt/entrypoints/openai/serving_chat.py) and answers
+        # HTTP 400 "Grammar-based generation (json_schema, regex, ebnf, structural_tag) is not supported when the
+        # server is launched with --grammar-backend none" (measured, 2026-12-04)
+        notes = []
+        if "tools" in kinds and not flag_given(args, "--tool-call-parser"):
+            notes.append("no --tool-call-parser: SGLang returns calls as text, scored as no call")
+        if kinds and str(args.get("--grammar-backend")) == "none":
+            notes.append("--grammar-backend none: SGLang 0.5.23 refuses every request with tools (it constrains "
+                         "calls with a structural tag, whatever the tool_choice) or a response_format json_schema; "
+                         "counted as refused")
+        return notes
+
+    def check_cells(self, matrix: Matrix, cells: list[Cell], engine_python: str | None) -> SglangCheck:
+        return check_cells(matrix, cells, engine_python)
+
+    def log_markers(self, text: str) -> int:
+        return len(MARKERS.findall(text))
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         plan = server_plan(matrix, cell, port, default_command=DEFAULT_COMMAND, model_flag="--model-path",

