@@ -30,4 +30,5 @@ def batch_change(reference: BatchDependence, cell: BatchDependence, alpha: float
     flagged = p_value < alpha and share_cell - share_ref >= MATERIAL_SHARE
     firsts = [now[pid].first_difference for pid in ids if now[pid].first_difference is not None]
     return BatchChange(prompts=len(ids), reference=share_ref, cell=share_cell, p_value=p_value, flagged=flagged,
-                       concurrency=cell.concurrency, mean_first_difference=sum(firsts) / len(firsts) if firsts else None)
+                       concurrency=cell.concurrency,
+                       mean_first_difference=sum(firsts) / len(firsts) if firsts else None)

@@ -26,13 +26,13 @@ are tried in a fixed order, Bonferroni).
   analysis/stats.py `PairedEvidence.calibrated_p` on the side "below") below the task's margin at the try's level.
   Every task at that full level: an intersection-union test needs no adjustment for "every task". Equivalence and a
   gain are stated beside it; a gain never holds a cell back.
-- **Confirmed** (`Confirmation.confirmed`): credibly faster by the floor over launches and not worse on every confirmed task. A
-  shipped cell is wrong only if one of its tests passed falsely, each at the try's level, so the chance is at most
-  alpha over all tries, however many cells exploration ranked.
+- **Confirmed** (`Confirmation.confirmed`): credibly faster by the floor over launches and not worse on every
+  confirmed task. A shipped cell is wrong only if one of its tests passed falsely, each at the try's level, so the
+  chance is at most alpha over all tries, however many cells exploration ranked.
 
-Imports analysis.speed, analysis.stats, matrix.base and scipy only. The variance components are written here: statsmodels'
-MixedLM has no per-side residual variance and gives Wald intervals without degrees of freedom, which at two to four
-launches a side are far too narrow.
+Imports analysis.speed, analysis.stats, matrix.base and scipy only. The variance components are written here:
+statsmodels' MixedLM has no per-side residual variance and gives Wald intervals without degrees of freedom, which at
+two to four launches a side are far too narrow.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The two-stage decision read from a run's records (issue 61): what exploration handed to confirmation
 (`explored_candidates`, `operating_step`), and each try's verdict from its launches alone (`confirmation_try`), by
-the rules of analysis/confirm.py, kept on the record as the drift is (`refresh_confirmation`). Reads records (RunResult and the cells' sample files); imports analysis and records
-only.
+the rules of analysis/confirm.py, kept on the record as the drift is (`refresh_confirmation`). Reads records
+(RunResult and the cells' sample files); imports analysis and records only.
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ def machine_warning(run: RunResult, baseline: Baseline) -> str | None:
     here, there = machine_kind(measured_on(run, run.cell_order)), machine_kind(baseline.machine)
     if here == there and here != "unknown":
         return None
-    return (f"the baseline was measured on {'an unrecorded machine' if there == 'unknown' else 'another kind of machine'}"
+    return (f"the baseline was measured on "
+            f"{'an unrecorded machine' if there == 'unknown' else 'another kind of machine'}"
             f": baseline on {there}, this run on {here}; throughput and drift may differ for that reason alone")
 
 
@@ -274,7 +275,8 @@ def _throughput_violations(run_id: str, scenarios: list, base: BaselineCell,
     unsure: list[str] = []
     if missing:
         out.append(f"{run_id}: throughput scenario(s) {', '.join(missing)} of the baseline not in this run "
-                   f"({len(base.throughput) - len(missing)} of the baseline's {len(base.throughput)} scenarios measured)")
+                   f"({len(base.throughput) - len(missing)} of the baseline's {len(base.throughput)} scenarios "
+                   "measured)")
     floor = min(limits.min_throughput_ratio, 1 / (1 + FLOOR))  # type: ignore[type-var]
     for name, before in base.throughput.items():
         if name not in measured or before <= 0 or measured[name].output_tok_s <= 0:

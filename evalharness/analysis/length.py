@@ -110,7 +110,8 @@ def envelope_text(run: RunResult, cell_id: str, concurrency: int | None) -> str 
         if first.drift is None:
             return None  # the cell never answered the buckets (it crashed, or stopped at its probes)
         said = first.drift.outcome or "not compared"
-        return f"by length: not shown equivalent at any length measured ({said} at {first.bucket:,} prompt tokens{load})"
+        return (f"by length: not shown equivalent at any length measured ({said} at {first.bucket:,} prompt "
+                f"tokens{load})")
     if longest == last:
         return f"by length: equivalent up to {last:,} prompt tokens{load}; not measured beyond"
     after = next(f for f in figures if f.bucket > longest)

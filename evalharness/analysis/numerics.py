@@ -105,7 +105,8 @@ def log_ratios(numerator: Scored, denominator: Scored) -> list[float] | str:
     return [float(a) - float(b) for a, b in pairs]
 
 
-def _paired_rows(numerators: Sequence[Scored], denominators: Sequence[Scored]) -> tuple[dict[str, list[float]], list[str]]:
+def _paired_rows(numerators: Sequence[Scored],
+                 denominators: Sequence[Scored]) -> tuple[dict[str, list[float]], list[str]]:
     """Context id -> per-position log-ratios, for the contexts both sides scored with the same tokens; and the
     reasons of those that could not be paired."""
     by_id = {s.id: s for s in denominators}

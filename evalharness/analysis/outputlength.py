@@ -4,11 +4,12 @@ throughput; here every cell's output tokens per answer are held against the refe
 throughput scenario, and a cell outside the tolerance is named beside its speed-up (render/verdict.py).
 
 Per quality task the answers are paired by document (each document's mean `completion_tokens` over its repeats,
-analysis/secondary.py `per_document`, read by the drift with the secondary figures: DOCUMENT_FIELDS) and the ratio of the means, cell over reference, gets a two-sided (1 - 2
-alpha) interval: the ratio estimator's delta-method standard error, clustered by document (the residuals c_i - R
-r_i), on the log scale (log R +- t se / R, Student's t on n - 1 degrees of freedom; a scratch comparison on the
-benchmark's draws: at a true 0.9 the log scale called `shorter` 7.3 / 9.7 / 7.3 / 5.3% where the plain delta
-interval did 7.7 / 11.7 / 8.5 / 5.3%, and a bootstrap-t 6.8 / 8.8 / 6.5 / 6.3%, for no gain worth its resamples).
+analysis/secondary.py `per_document`, read by the drift with the secondary figures: DOCUMENT_FIELDS) and the ratio of
+the means, cell over reference, gets a two-sided (1 - 2 alpha) interval: the ratio estimator's delta-method standard
+error, clustered by document (the residuals c_i - R r_i), on the log scale (log R +- t se / R, Student's t on n - 1
+degrees of freedom; a scratch comparison on the benchmark's draws: at a true 0.9 the log scale called `shorter` 7.3 /
+9.7 / 7.3 / 5.3% where the plain delta interval did 7.7 / 11.7 / 8.5 / 5.3%, and a bootstrap-t 6.8 / 8.8 / 6.5 / 6.3%,
+for no gain worth its resamples).
 The outcome: `shorter` / `longer` when the interval lies wholly below / above [1 - tolerance, 1 + tolerance] (each
 side a one-sided test at alpha), `within` when it lies inside (TOST), else `undecided`. A greedy engine answering a
 document the same length every time gives a point. benchmarks/output_length.py measures the errors at the demo's and

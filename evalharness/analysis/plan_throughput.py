@@ -169,7 +169,8 @@ def time_at_quality_rate(plan: ThroughputPlan, tok_s: float, concurrency: int) -
     return out
 
 
-def step_seconds(plan: ThroughputPlan, point: Mapping[str, Any] | None, scenario: str | None) -> tuple[float | None, str]:
+def step_seconds(plan: ThroughputPlan, point: Mapping[str, Any] | None,
+                 scenario: str | None) -> tuple[float | None, str]:
     """A repeat's seconds of the operating point's scenario (what confirmation measures each launch) and which step
     that is: a stated load's step, `report.throughput_scenario`, else the first single-stream scenario; at most the
     slowest step where the point is chosen at run time (max_goodput)."""

@@ -101,7 +101,8 @@ def recommend(run: RunResult) -> Recommendation:
                               high=verdict.high, speed=verdict.text(), drop_upper=point.drop_upper,
                               argv=cell.argv, env=cell.env, p_adjusted=adjusted[chosen], **family)
     if not faster:
-        return Recommendation(scenario=chart.scenario, point=chart.point_words, unit=unit, why_none="no cell is credibly faster than the reference by "
+        return Recommendation(scenario=chart.scenario, point=chart.point_words, unit=unit,
+                              why_none="no cell is credibly faster than the reference by "
                               "the 5% floor (the speed rule's one-sided lower bound over both sides' repeats): keep "
                               "the reference")
     unsettled = [(i, f) for i, f in enumerate(faster) if f[0].verdict in ("inconclusive", "equivalent")]

@@ -2,8 +2,8 @@
 budget (finish_reason "length"), the share of chains that end inside a loop (a reasoning model's failure: the
 samples' `loops`, phases/detectors/loops.py), the share of empty answers and of those empty behind non-empty
 reasoning (a reasoning parser that swallows the answer: sgl-project/sglang#33995, 127 of 700), the share a stop
-string the engine matched ended, and the reasoning length; for a calls task (phases/calls/) the share of answers that are not a valid call or valid
-JSON, and of requests the engine refused. A backend that makes a model
+string the engine matched ended, and the reasoning length; for a calls task (phases/calls/) the share of answers that
+are not a valid call or valid JSON, and of requests the engine refused. A backend that makes a model
 think twice as long or truncate more drifts even at equal accuracy, yet two runs of one sampled configuration always
 differ in these as floats: a figure is *changed* only when its paired test says so after Benjamini-Hochberg over the
 cell's secondary tests AND the change is material (MATERIAL_SHARE points for a share, MATERIAL_RATIO for a length).

@@ -23,7 +23,8 @@ def _normal(name: str) -> str:
     return name.lstrip("-").replace("-", "_").lower()
 
 
-def asked_names(cell_args: dict[str, Any], cell_env: dict[str, str], ref_args: dict[str, Any], ref_env: dict[str, str]) -> set[str]:
+def asked_names(cell_args: dict[str, Any], cell_env: dict[str, str], ref_args: dict[str, Any],
+                ref_env: dict[str, str]) -> set[str]:
     """Normalised names of the flags and environment variables in which the cell differs from the reference."""
     names = {_normal(f) for f in set(cell_args) | set(ref_args) if cell_args.get(f) != ref_args.get(f)}
     names |= {_normal(e) for e in set(cell_env) | set(ref_env) if cell_env.get(e) != ref_env.get(e)}

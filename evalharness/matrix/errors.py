@@ -87,7 +87,8 @@ def _describe(error: dict[str, Any]) -> str:
 
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     # pydantic adds union-branch names ("str", "dict[str,str]", "function-after[...]") to locations; drop them
-    return tuple(k for k in loc if isinstance(k, int) or not re.search(r"[\[\]]|^(str|int|float|bool|list|dict|none)$", k))
+    return tuple(k for k in loc
+                 if isinstance(k, int) or not re.search(r"[\[\]]|^(str|int|float|bool|list|dict|none)$", k))
 
 
 def format_validation_error(path: Path, tree: Any, error: ValidationError) -> str:

@@ -30,7 +30,8 @@ NOT_MEASURED = {
     "timeouts", "requests",     # how long to wait and how many failed requests a phase tolerates
     "gate", "report",           # how results are judged and drawn afterwards
 }
-NOT_MEASURED_IN = {"quality": {"retries", "task_timeout_s", "budget_hours"}}  # reruns of a failed task, and how long one may take
+# reruns of a failed task, and how long one may take
+NOT_MEASURED_IN = {"quality": {"retries", "task_timeout_s", "budget_hours"}}
 
 
 def measured_settings(matrix: Matrix, args: dict[str, Any], env: dict[str, str],

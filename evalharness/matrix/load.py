@@ -118,7 +118,8 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     updates["args"] = _resolve_args(matrix.args, path.parent)
     updates["axes"] = {axis: {name: value.model_copy(update={
         "args": _resolve_args(value.args, path.parent),
-        **({"command": [_resolve_relative(value.command[0], path.parent), *value.command[1:]]} if value.command else {})})
+        **({"command": [_resolve_relative(value.command[0], path.parent), *value.command[1:]]}
+           if value.command else {})})
         if value else value for name, value in values.items()} for axis, values in matrix.axes.items()}
     matrix = matrix.model_copy(update=updates)
     if matrix.batching.enabled and matrix.batching.prompts and not Path(matrix.batching.prompts).is_file():

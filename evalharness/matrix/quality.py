@@ -28,7 +28,8 @@ GenKwargs = Annotated[dict[str, Any], Field(default_factory=dict, description="e
 ChatTemplateKwargs = Annotated[dict[str, Any] | None, Field(None, description="api chat: sent with every request, e.g. "
                                                             "{enable_thinking: true}")]
 ThinkEndToken = Annotated[str | None, Field(None, description="api chat, an engine without a reasoning parser: the "
-                                            "answer is the text after this token (e.g. '</think>'), the rest reasoning")]
+                                            "answer is the text after this token (e.g. '</think>'), the rest "
+                                            "reasoning")]
 StopStrings = Annotated[Literal["answer", "engine"] | None, Field(None, description="api chat: where a task's stop "
                         "strings (lm-eval's `until`) act. answer (the chat default): never sent, they cut the answer "
                         "after the reasoning, so a stop string said while thinking ends nothing; engine: sent as "

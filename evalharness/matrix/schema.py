@@ -227,7 +227,8 @@ class Matrix(_Strict):
         if self.engine == "external":
             if not self.base_url:
                 raise ValueError("base_url: engine 'external' needs the base_url of the running endpoint")
-            if self.command or self.args or any(v and (v.args or v.env) for vs in self.axes.values() for v in vs.values()):
+            if self.command or self.args or any(v and (v.args or v.env)
+                                                for vs in self.axes.values() for v in vs.values()):
                 raise ValueError("engine 'external' launches nothing: command, args and axis args/env do not apply")
         elif self.base_url:
             raise ValueError(f"base_url: only engine 'external' takes a base_url; engine {self.engine!r} is launched")
@@ -243,7 +244,8 @@ class Matrix(_Strict):
         self._add_length()
         unknown = [t for t in self.batching.tasks if not self.quality or t not in self.quality.tasks]
         if self.batching.enabled and unknown:
-            raise ValueError(f"batching.tasks: {unknown_name('task', unknown[0], self.quality.tasks if self.quality else [])}"
+            raise ValueError("batching.tasks: "
+                             f"{unknown_name('task', unknown[0], self.quality.tasks if self.quality else [])}"
                              " (answered again one at a time, they must be quality tasks)")
         self._check_operating_point()
         if self.confirm is not None:
@@ -306,7 +308,8 @@ class Matrix(_Strict):
         scenarios = self.throughput.all_scenarios() if self.throughput else []
         names = [s.name for s in scenarios]
         if report.throughput_scenario and report.throughput_scenario not in names:
-            raise ValueError(f"report.throughput_scenario: {unknown_name('scenario', report.throughput_scenario, names)}")
+            raise ValueError("report.throughput_scenario: "
+                             f"{unknown_name('scenario', report.throughput_scenario, names)}")
         point = report.operating_point
         if point is None:
             return
@@ -325,7 +328,8 @@ class Matrix(_Strict):
             loads = sorted({s.concurrency for s in scenarios if s.concurrency}) if point.concurrency else \
                 sorted({s.request_rate for s in scenarios if s.request_rate})
             raise ValueError(f"report.operating_point: no scenario or sweep step runs at "
-                             f"{'concurrency ' + str(point.concurrency) if point.concurrency else 'request rate ' + str(point.request_rate)}"
+                             f"""{'concurrency ' + str(point.concurrency) if point.concurrency
+                                 else 'request rate ' + str(point.request_rate)}"""
                              f" (measured loads: {loads or 'none'})")
 
 

@@ -125,7 +125,8 @@ class SweepSection(_Strict):
 
 
 class ThroughputSection(_Strict):
-    """Throughput scenarios, measured the same way in every ready cell (phases/throughput/, runner/speedloop.py), and a load sweep."""
+    """Throughput scenarios, measured the same way in every ready cell (phases/throughput/, runner/speedloop.py), and
+    a load sweep."""
 
     scenarios: list[Scenario] = Field(default_factory=list)
     sweep: SweepSection | None = None

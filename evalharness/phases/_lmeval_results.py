@@ -80,7 +80,8 @@ def config_headline(config: dict[str, Any] | None, metrics: dict[str, Any], choi
     metric_list = config.get("metric_list") or []
     filter_list = config.get("filter_list") or []
     if metric_list and isinstance(metric_list[0], dict) and metric_list[0].get("metric"):
-        first_filter = filter_list[0].get("name", "none") if filter_list and isinstance(filter_list[0], dict) else "none"
+        first_filter = (filter_list[0].get("name", "none") if filter_list and isinstance(filter_list[0], dict)
+                        else "none")
         key = f"{metric_list[0]['metric']},{first_filter}"
         if key in metrics:
             return key

@@ -2,10 +2,10 @@
 
 Usage: python -m evalharness.phases._lmeval_worker SPEC.json
        python -m evalharness.phases._lmeval_worker --check SPEC.json   (load every task's data; run nothing)
-SPEC: {task, include_path, extra_include_paths, include_defaults, base_url, model, api ("completions" | "chat"), tokenizer ("local" |
-       "remote" | "none"), tokenizer_path (local: a folder or hub id; default the one the engine reports),
-       concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs, think_end_token,
-       stop_strings, headline, subset, subset_seed, fraction, data, seed, out_dir}; --check takes
+SPEC: {task, include_path, extra_include_paths, include_defaults, base_url, model, api ("completions" | "chat"),
+       tokenizer ("local" | "remote" | "none"), tokenizer_path (local: a folder or hub id; default the one the engine
+       reports), concurrency, max_retries, timeout_s, limit, max_gen_toks, gen_kwargs, chat_template_kwargs,
+       think_end_token, stop_strings, headline, subset, subset_seed, fraction, data, seed, out_dir}; --check takes
        {tasks: {name: data or null}, include_path, include_defaults}.
 Writes OUT_DIR/summary.json (headline, value, subtasks, generation statistics, versions; _lmeval_results.py),
 OUT_DIR/samples.jsonl (one row per subtask, document and filter, with every metric, the answer's finish_reason and

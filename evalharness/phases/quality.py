@@ -95,7 +95,8 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
         if code == 0 and summary_path.exists():
             summary = json.loads(summary_path.read_text())
             generation = summary.get("generation")
-            return _mark_finished(task_dir, spec, TaskScore(task=task, version=summary.get("version"), metric=summary.get("headline"),
+            return _mark_finished(task_dir, spec, TaskScore(task=task, version=summary.get("version"),
+                             metric=summary.get("headline"),
                              value=summary.get("value"), stderr=summary.get("stderr"), n=summary.get("n"),
                              attempts=attempt, seconds=round(time.monotonic() - begin, 2),
                              samples=str((task_dir / "samples.jsonl").relative_to(run_dir.absolute())),
@@ -121,7 +122,8 @@ def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, ser
 
 
 def repeat_dir(cell_dir: Path, task: str, repeat: int) -> Path:
-    """Repeat 0 of a task in quality/<task>/ (where runs before repeats kept it), repeat k in quality/<task>/repeat-k/."""
+    """Repeat 0 of a task in quality/<task>/ (where runs before repeats kept it), repeat k in
+    quality/<task>/repeat-k/."""
     base = cell_dir / "quality" / task
     return base if repeat == 0 else base / f"repeat-{repeat}"
 
@@ -211,7 +213,8 @@ def check_task_data(tasks: list[str], data: dict[str, dict[str, Any]], include_p
             raise DataMissing(f"checking the data of {', '.join(hub)} took over {timeout_s:.0f}s") from None
     if proc.returncode != 0:
         named = [line for line in proc.stderr.splitlines() if line.startswith("task ")]
-        raise DataMissing("; ".join(named) or f"checking the data of {', '.join(hub)} failed: {_tail_text(proc.stderr)}")
+        raise DataMissing("; ".join(named)
+                          or f"checking the data of {', '.join(hub)} failed: {_tail_text(proc.stderr)}")
 
 
 def _tail_text(text: str, lines: int = 6) -> str:

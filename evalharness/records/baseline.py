@@ -1,6 +1,6 @@
 """A baseline (baselines/*.json): per cell, each task's version and per-sample correctness keyed by document (and
-subtask, filter, metric), the throughput per scenario, the versions it was measured with, and the gate's thresholds; with its atomic I/O.
-Written by `baseline save`, read by `gate` (analysis/gate.py). Imports nothing but records."""
+subtask, filter, metric), the throughput per scenario, the versions it was measured with, and the gate's thresholds;
+with its atomic I/O. Written by `baseline save`, read by `gate` (analysis/gate.py). Imports nothing but records."""
 
 from __future__ import annotations
 

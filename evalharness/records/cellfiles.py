@@ -1,5 +1,6 @@
 """The per-cell files beside results.json: probe outputs (probes.jsonl), the numerics check's samples and scores
-(contexts.jsonl, distribution.jsonl, own_samples.jsonl, reverse_scored.jsonl) and lm-eval's per-sample records (quality/<task>/samples.jsonl). Phases write them; analysis reads them back."""
+(contexts.jsonl, distribution.jsonl, own_samples.jsonl, reverse_scored.jsonl) and lm-eval's per-sample records
+(quality/<task>/samples.jsonl). Phases write them; analysis reads them back."""
 
 from __future__ import annotations
 

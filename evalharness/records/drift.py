@@ -183,8 +183,8 @@ class TaskNoise(BaseModel):
 class LoadDrift(BaseModel):
     """One cell's answers to one task at the quality phase's concurrency against the same documents answered one
     request at a time (batching.tasks, issue 39), paired per document by the drift's test: `drift.reference` is the
-    accuracy alone, `drift.cell` among `concurrency` requests in flight, its outcome against the task's margin, Holm over
-    every such comparison of the run (analysis/loaddrift.py)."""
+    accuracy alone, `drift.cell` among `concurrency` requests in flight, its outcome against the task's margin, Holm
+    over every such comparison of the run (analysis/loaddrift.py)."""
 
     cell: str
     concurrency: int | None = None

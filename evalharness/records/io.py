@@ -94,7 +94,8 @@ def load_run(out_dir: Path) -> RunResult:
     try:
         return RunResult.model_validate(data)
     except ValidationError as exc:
-        raise ResultsError(f"{path}: not a valid run record: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+        raise ResultsError(f"{path}: not a valid run record: {exc.errors()[0]['loc']}: "
+                           f"{exc.errors()[0]['msg']}") from None
 
 
 def schema_message(path: Path, data: dict) -> str:

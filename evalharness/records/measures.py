@@ -77,7 +77,8 @@ class ScenarioResult(BaseModel):
                                                     "tokens as the server counted them, in the order sent (the same "
                                                     "prompts in every cell); empty in runs before it was recorded")
     output_tok_s: float  # aggregate: all output tokens over the wall time of the measured requests
-    request_decode_tok_s: Percentiles  # per request: tokens after the first chunk over their time (single-stream figure)
+    # per request: tokens after the first chunk over their time (single-stream figure)
+    request_decode_tok_s: Percentiles
     ttft_s: Percentiles
     tpot_s: Percentiles
     itl_s: Percentiles

@@ -71,7 +71,8 @@ def _cell(run: RunResult, cid: str) -> str:
 def _bold(text: str) -> str:
     """A verdict that calls the cell out, its first word bold: '**flagged** (p 0.02)'."""
     word, _, rest = text.partition(" ")
-    return f"**{md_text(word)}**" + (f" {md_text(rest)}" if rest else "") if word in ("flagged", "worse")         else md_text(text)
+    return (f"**{md_text(word)}**" + (f" {md_text(rest)}" if rest else "") if word in ("flagged", "worse")
+            else md_text(text))
 
 
 def batching_section(run: RunResult) -> list[str]:

@@ -24,7 +24,8 @@ def _verdict(change: SecondaryChange | None) -> str:
     if change is None:
         return "not compared"
     if not change.changed:
-        return f"no credible change (p {change.p_adjusted:.2g})" if change.p_adjusted is not None else "no credible change"
+        return (f"no credible change (p {change.p_adjusted:.2g})" if change.p_adjusted is not None
+                else "no credible change")
     worse = (change.cell or 0) > (change.reference or 0)
     return f"{'worse' if worse else 'better'} (p {change.p_adjusted:.2g})"
 
@@ -93,7 +94,8 @@ def calls_section(run: RunResult) -> list[str]:
         return []
     out = ["## Calls and structured output", "", md_text(NOTE), ""]
     for table in tables:
-        rows = [[f"`{row[0]}`" + (" (reference)" if row[0] == run.reference else ""), md_text(row[1]), md_text(row[2]), md_text(row[3]), _bold_worse(row[4]), md_text(row[5]),
+        rows = [[f"`{row[0]}`" + (" (reference)" if row[0] == run.reference else ""), md_text(row[1]), md_text(row[2]),
+                 md_text(row[3]), _bold_worse(row[4]), md_text(row[5]),
                  _bold_worse(row[6]), md_text(row[7])] for row in table["rows"]]
         out += [f"### {md_text(table['task'])} ({table['valid_word']})", "",
                 markdown_table([table["valid_word"] if h == "valid" else h for h in HEADER], rows), ""]

@@ -119,7 +119,8 @@ def _table(cmp: RunComparison) -> str:
             kl_text(dist.forward) if dist and dist.forward else "",
         ])
     return markdown_table(["cell", "verdict", "status", "accuracy Δ [90%]", "p (adjusted)", "flips r→w / w→r",
-                           "tok/s head/base (the speed rule where repeated)", "probes identical", "log p_base − log p_head per token [90%]"], rows)
+                           "tok/s head/base (the speed rule where repeated)", "probes identical",
+                           "log p_base − log p_head per token [90%]"], rows)
 
 
 def summary_markdown(cmp: RunComparison) -> str:
@@ -169,11 +170,12 @@ def _tasks(cmp: RunComparison) -> list[str]:
                          f"{t.right_to_wrong} / {t.wrong_to_right}" if t.method == "score" else "",
                          f"{t.outcome or ''}; repeats {t.repeats[0]} / {t.repeats[1]}"])
     return ["## Accuracy per task, paired across the runs", "",
-            "Δ head minus base with the interval its verdict was decided on and that interval's confidence; p of no difference from the same test (paired score test on "
+            "Δ head minus base with the interval its verdict was decided on and that interval's confidence; p of no "
+            "difference from the same test (paired score test on "
             "single 0/1 samples, t over documents on means over repeats), before the adjustment across cells; the "
             "verdict is against the task's margin.", "",
-            markdown_table(["cell", "task", "paired", "base", "head", "Δ [interval, confidence]", "p", "flips r→w / w→r",
-                            "verdict; repeats"], rows), ""] if rows else []
+            markdown_table(["cell", "task", "paired", "base", "head", "Δ [interval, confidence]", "p",
+                            "flips r→w / w→r", "verdict; repeats"], rows), ""] if rows else []
 
 
 def _scenarios(cmp: RunComparison) -> list[str]:
@@ -181,8 +183,9 @@ def _scenarios(cmp: RunComparison) -> list[str]:
              "" if s.head_tok_s is None else f"{s.head_tok_s:.1f}", _ratio(s),
              f"{s.repeats[0]} / {s.repeats[1]}" if s.ci_low is not None else "one measurement each"]
             for c in cmp.cells for s in c.scenarios]
-    return ["## Throughput", "", markdown_table(["cell", "scenario", "base tok/s", "head tok/s", "head/base (the speed rule)",
-                                                 "repeats base / head"], rows), ""] if rows else []
+    return ["## Throughput", "", markdown_table(["cell", "scenario", "base tok/s", "head tok/s",
+                                                 "head/base (the speed rule)", "repeats base / head"], rows),
+            ""] if rows else []
 
 
 def _extras(cmp: RunComparison) -> list[str]:

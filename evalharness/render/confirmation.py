@@ -38,7 +38,8 @@ def confirmation_lines(run: RunResult, mark, command: str | None) -> list[str]:
                f"credibly faster by {FLOOR:.0%}; {_claims(shipped, mark)}.",
                "",
                f"Each claim rests on confirmation's own launches and seeds ({_tries_said(tries, shipped.level)}), "
-               f"so choosing it among {len(run.cells) - 1} explored cell{'s' if len(run.cells) != 2 else ''} does not inflate it: the chance that "
+               f"so choosing it among {len(run.cells) - 1} explored cell{'s' if len(run.cells) != 2 else ''} does not "
+               "inflate it: the chance that "
                f"it is truly not faster by {FLOOR:.0%} or worse by a margin on one of these tasks is at most "
                f"{shipped.level * tries:g}."]
         if command:

@@ -51,14 +51,16 @@ def _drift_row(label: str, t) -> list[str]:
     p = f"{t.p_value:.3g}" + (f" (exact McNemar {t.exact_mcnemar_p:.3g})" if t.exact_mcnemar_p is not None else "")
     return [label, md_text(t.task), str(t.paired), f"{t.reference:.3f}", f"{t.cell:.3f}",
             interval_text(t.delta, t.ci_low, t.ci_high, t.confidence), "" if t.margin is None else f"±{t.margin:g}",
-            verdict_text(t.outcome, t.drop_upper), p, flips, md_text("; ".join(x for x in (_method(t), _settle(t)) if x))]
+            verdict_text(t.outcome, t.drop_upper), p, flips,
+            md_text("; ".join(x for x in (_method(t), _settle(t)) if x))]
 
 
 def drift_section(run: RunResult) -> list[str]:
     rows = []
     for noise in run.noise:
         if noise.aa is not None:
-            seeds = f"A/A within one launch: seeds {','.join(map(str, noise.seeds_a)) or '?'} vs {','.join(map(str, noise.seeds_b)) or '?'}"
+            seeds = (f"A/A within one launch: seeds {','.join(map(str, noise.seeds_a)) or '?'} vs "
+                     f"{','.join(map(str, noise.seeds_b)) or '?'}")
             rows.append(_drift_row(f"`{run.reference}` ({seeds})", noise.aa))
     for cid in run.cell_order:
         cell = run.cells.get(cid)
@@ -108,7 +110,8 @@ def drift_section(run: RunResult) -> list[str]:
 
 def _screened_note(run: RunResult) -> list[str]:
     """Which cells ran only the first look of quality, and why (screening: analysis/sequential.py)."""
-    screened = [(cid, run.cells[cid].screened) for cid in run.cell_order if cid in run.cells and run.cells[cid].screened]
+    screened = [(cid, run.cells[cid].screened) for cid in run.cell_order
+                if cid in run.cells and run.cells[cid].screened]
     if not screened:
         return []
     return ["Screened (throughput first, then quality): " + "; ".join(

@@ -22,7 +22,8 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
         if cell is None:
             out.append({"cell": cid, "status": "not run"})
             continue
-        base: dict[str, Any] = {"cell": cid, "reference": cid == run.reference, **{f"axis.{k}": v for k, v in cell.axes.items()},
+        base: dict[str, Any] = {"cell": cid, "reference": cid == run.reference,
+                                **{f"axis.{k}": v for k, v in cell.axes.items()},
                                 "status": cell.status, "phase": cell.phase, "reason": cell.reason,
                                 "startup_s": cell.startup_s, "duration_s": cell.duration_s}
         for task in cell.quality:
@@ -48,7 +49,8 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
                         "prompts": sc.prompts, "repeats": len(sc.repeat_tok_s) or 1,
                         "disturbed_repeats": len(sc.disturbed_repeats()), "stopped": sc.stopped,
                         "output_tok_s": sc.output_tok_s, "output_tok_s_min": min(kept) if len(kept) > 1 else None,
-                        "output_tok_s_max": max(kept) if len(kept) > 1 else None, "decode_tok_s_p50": sc.request_decode_tok_s.p50,
+                        "output_tok_s_max": max(kept) if len(kept) > 1 else None,
+                        "decode_tok_s_p50": sc.request_decode_tok_s.p50,
                         "ttft_p50_s": sc.ttft_s.p50, "tpot_p50_s": sc.tpot_s.p50, "itl_p50_s": sc.itl_s.p50,
                         "itl_p99_s": sc.itl_s.p99, "e2e_p50_s": sc.e2e_s.p50, "errors": sum(sc.errors.values()),
                         **{f"engine.{k}": v for k, v in sc.engine.items()}})

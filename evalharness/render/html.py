@@ -66,7 +66,8 @@ def render_html(run: RunResult, run_dir: Path, compress: bool | None = None) -> 
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src {allowed}; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src {allowed}; \
+style-src 'unsafe-inline'; img-src data:">
 <title>{html.escape(data["title"])}</title>
 <style>{_asset("html_page.css")}</style>
 </head>

@@ -1,7 +1,7 @@
 """What report.html shows, as plain JSON-able data: the recommendation, the Pareto points with their intervals, each
-cell's load sweep as a throughput-interactivity curve, the cells table, per cell and task the documents paired with the reference's (flips, truncated, empty and stop-cut
-answers, the scorer's extracted answer), the garbage probes with where each detector's evidence sits in the text, and
-the settings that differ between every two cells.
+cell's load sweep as a throughput-interactivity curve, the cells table, per cell and task the documents paired with
+the reference's (flips, truncated, empty and stop-cut answers, the scorer's extracted answer), the garbage probes with
+where each detector's evidence sits in the text, and the settings that differ between every two cells.
 
 Built from the saved run folder only (results.json and the per-cell files, read through records and analysis), so an
 old run renders without an engine. Pure apart from reading that folder; must not import phases, serving, the runner
@@ -147,7 +147,8 @@ def _task_documents(run: RunResult, run_dir: Path, strings: _Strings) -> tuple[l
                 answer["flip"] = flips.get(doc["key"])
                 prompt = row.get("prompt")
                 # the same document sends the same prompt in every cell: say so instead of keeping it twice
-                answer["prompt"] = None if prompt is None or strings.add(prompt) == doc["prompt"] else strings.add(prompt)
+                answer["prompt"] = (None if prompt is None or strings.add(prompt) == doc["prompt"]
+                                    else strings.add(prompt))
                 answers.append(answer)
             cells[cid] = answers
         tasks.append({"task": ref_score.task, "metric": ref_score.metric, "documents": docs, "cells": cells,
@@ -268,7 +269,8 @@ def _cells_table(run: RunResult, tasks: list[str]) -> dict:
     for cid in run.cell_order:
         cell = run.cells.get(cid)
         if cell is None:
-            rows.append({"cell": cid, "columns": [[cid, cid], ["not run", "not run"]] + [["", None]] * (6 + len(tasks))})
+            rows.append({"cell": cid,
+                         "columns": [[cid, cid], ["not run", "not run"]] + [["", None]] * (6 + len(tasks))})
             continue
         figure = cell_figure(run, cid)
         tp = None if figure is None else figure.value
@@ -286,7 +288,8 @@ def _cells_table(run: RunResult, tasks: list[str]) -> dict:
              tp / ref_tp if tp is not None and ref_tp else None],
             [verdict, verdict],
             [interval_text(d.accuracy_delta, d.ci_low, d.ci_high) if d else "", d.accuracy_delta if d else None],
-            [f"{d.right_to_wrong} / {d.wrong_to_right}" if d else "", (d.right_to_wrong + d.wrong_to_right) if d else None],
+            [f"{d.right_to_wrong} / {d.wrong_to_right}" if d else "",
+             (d.right_to_wrong + d.wrong_to_right) if d else None],
             [f"{cell.probes.flagged}/{cell.probes.total}" if cell.probes else "",
              cell.probes.flagged if cell.probes else None],
             *([_score_text(scores.get(t)), scores[t].value if t in scores else None] for t in tasks),
@@ -323,9 +326,9 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
     return {
         "title": f"evalharness: {meta.matrix_name}",
         "summary": (f"Run {state}; {len(run.cells)}/{len(run.cell_order)} cells: {run.status_summary()}; "
-                    f"{'engines' if len(run.engines()) > 1 else 'engine'} {run.engine_line()}; harness {meta.harness_version} at "
-                    f"{meta.git_revision or 'no git revision'}; started {meta.started_at}; measured on "
-                    f"{measured_on(run)}."),
+                    f"{'engines' if len(run.engines()) > 1 else 'engine'} {run.engine_line()}; harness "
+                    f"{meta.harness_version} at {meta.git_revision or 'no git revision'}; started {meta.started_at}; "
+                    f"measured on {measured_on(run)}."),
         "reference": run.reference,
         "verdict": verdict_plain(run),  # the report's verdict box (render/verdict.py), plain text
         "recommendation": " ".join(line for line in recommendation_lines(run, with_command=False, plain=True) if line),

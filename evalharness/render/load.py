@@ -102,7 +102,8 @@ def load_section(run: RunResult) -> list[str]:
     targets = point.targets
     out = ["## Speed by load", "",
            f"Operating point: {md_text(point.words())}: the front, 'vs reference', screening and the "
-           f"recommendation read each cell's {md_text(point.unit)} there (the speed rule: faster, in How to read this report)."]
+           f"recommendation read each cell's {md_text(point.unit)} there (the speed rule: faster, in How to read this "
+           "report)."]
     if targets:
         out += ["", "A request is good when it meets every target of the SLO; goodput counts good requests (and "
                 "their output tokens) per second of the repeat. A step meets the SLO when each target's percentile "

@@ -63,8 +63,8 @@ def _telling_values(run: RunResult) -> set[str]:
 
 
 def named(text: str, names: dict[str, str]) -> str:
-    """`text` (Markdown) with every cell id written as code (`` `id` ``, or a confirmation launch's `` `id.confirm-1-2` ``)
-    shown by its name. Model output never matches: md_text escapes its backticks."""
+    """`text` (Markdown) with every cell id written as code (`` `id` ``, or a confirmation launch's
+    `` `id.confirm-1-2` ``) shown by its name. Model output never matches: md_text escapes its backticks."""
     if not names:
         return text
     ids = sorted(names, key=len, reverse=True)  # an id that is a prefix of another's is tried after it

@@ -24,7 +24,8 @@ def mixed_caveat(run: RunResult) -> str | None:
     found = kinds(run)
     if len(found) < 2:
         return None
-    return (f"**Cells ran on {len(found)} kinds of machine** ({'; '.join(f'{md_text(k)}: {len(v)} cells' for k, v in found.items())}): "
+    return (f"**Cells ran on {len(found)} kinds of machine** "
+            f"({'; '.join(f'{md_text(k)}: {len(v)} cells' for k, v in found.items())}): "
             "throughputs of cells on different kinds are not comparable; the column 'vs reference' says "
             "'other machine' where a cell's kind differs from the reference's.")
 

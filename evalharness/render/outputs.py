@@ -33,7 +33,8 @@ def render_all(run: RunResult, out_dir: Path, step_summary: bool = True) -> None
     if run.complete or run.interrupted:
         pick = pick_of(run)
         write_plot(run, out_dir / "pareto.png", pick)
-        if not write_curves_plot(run, out_dir / "curves.png", pick):  # no sweep now: a curves.png left from before would lie
+        # no sweep now: a curves.png left from before would lie
+        if not write_curves_plot(run, out_dir / "curves.png", pick):
             (out_dir / "curves.png").unlink(missing_ok=True)
         if step_summary:
             append_step_summary(summary)

@@ -73,7 +73,8 @@ def pareto_section(run: RunResult) -> list[str]:
            "upper bound of a task's drop.", "",
            markdown_table(["cell", f"{md_text(unit)} ↑", "vs reference ↑", "accuracy verdict"], rows), "",
            "The figures behind them: whether the cell is on the Pareto front (no cell both faster by the speed rule "
-           "and no worse by the verdicts); the kept repeats' range of the figure; pooled Δ, the mean of the tasks' Δ (tasks "
+           "and no worse by the verdicts); the kept repeats' range of the figure; pooled Δ, the mean of the "
+           "tasks' Δ (tasks "
            "weighted equally), cell minus reference, with a 90% interval, and its two-sided p; flips, right→wrong / "
            "wrong→right over tasks with single 0/1 samples; the probes answered identically; KL per token in nats "
            "with a 90% interval, each direction on the sampling side's own tokens (Numerics, below); the cells that "

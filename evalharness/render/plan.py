@@ -224,8 +224,8 @@ def plan_text(plan: Plan) -> str:
                      f"{_n(plan.configured_hours, '{:,.1f}')} hours")
     if plan.budget_hours is not None:
         over = plan.over_budget()
-        verdict = ("cannot be checked: the hours are unknown (give --from RUN or --tok-s, and documents)" if over is None
-                   else "within it" if not over else
+        verdict = ("cannot be checked: the hours are unknown (give --from RUN or --tok-s, and documents)"
+                   if over is None else "within it" if not over else
                    "the margins are out of reach within it (each task's 'budget reaches' column says what it buys)")
         lines.append(f"- budget: {plan.budget_hours:,.1f} hours: {verdict}")
     lines += [f"- {note}" for note in plan.notes]

@@ -88,7 +88,8 @@ def _generation(stats: GenerationStats | None, ref: GenerationStats | None) -> l
         + _versus(stats.truncated_share, ref.truncated_share if ref else None) + _looping(stats, ref),
         _mean(stats.mean_completion_tokens) + _versus(stats.mean_completion_tokens,
                                                       ref.mean_completion_tokens if ref else None),
-        (_mean(stats.mean_reasoning_chars) + _versus(stats.mean_reasoning_chars, ref.mean_reasoning_chars if ref else None)
+        (_mean(stats.mean_reasoning_chars) + _versus(stats.mean_reasoning_chars,
+                                                     ref.mean_reasoning_chars if ref else None)
          if stats.with_reasoning else "none"),
         _endings(stats, ref),
     ]

@@ -45,7 +45,8 @@ def _speed(rec, interval: str, mark=_Markdown) -> str:
                 f" (measured once: no interval; set {mark.code('repeats:')} on the scenario)")
     where = ""
     if rec.at and rec.reference_at and rec.at != rec.reference_at:  # each at its own most goodput under the SLO
-        where = f" (its {mark.code(mark.text(rec.at))} against the reference's {mark.code(mark.text(rec.reference_at))})"
+        where = (f" (its {mark.code(mark.text(rec.at))} against the reference's "
+                 f"{mark.code(mark.text(rec.reference_at))})")
     elif rec.scenario:
         where = f" in {mark.code(mark.text(rec.scenario))}"
     return (f"{rec.ratio:.2f}x{interval} the reference's {mark.text(rec.unit)}{where} (the interval's ends are "
@@ -59,7 +60,8 @@ def _controlled(rec, lengths: bool = False) -> str:
     among = "the one cell faster than the reference" if rec.candidates == 1 else \
         f"the {rec.candidates} cells faster than the reference"
     return (f"chosen among {among} with Holm's adjustment (p {rec.p_adjusted:.2g}), so the chance that the "
-            f"recommended cell is truly worse than the reference by a margin or more on one of those tasks is at most {rec.alpha:g}"
+            f"recommended cell is truly worse than the reference by a margin or more on one of those tasks is at most "
+            f"{rec.alpha:g}"
             + ("; the lengths are measured beside them, not covered by that bound" if lengths else ""))
 
 

@@ -55,7 +55,8 @@ def render_markdown(run: RunResult) -> str:
     if mixed_caveat(run):
         parts += ["", mixed_caveat(run)]
     names = short_names(run)
-    parts += ["", *verdict_box(run), *recommendation_lines(run), *qualifier_lines(run), *confirmation_section(run), *pareto_section(run), *load_section(run),
+    parts += ["", *verdict_box(run), *recommendation_lines(run), *qualifier_lines(run), *confirmation_section(run),
+              *pareto_section(run), *load_section(run),
               "## Cells", ""]
     tasks = _task_names(run)
     rows = []
@@ -77,7 +78,8 @@ def render_markdown(run: RunResult) -> str:
             md_text(cell.reason or ""),
             md_text("; ".join(_known_warnings(cell))),
         ])
-    header = ["cell", "status", "phase", "startup s", "garbage probes", *(md_text(t) for t in tasks), "reason", "warnings"]
+    header = ["cell", "status", "phase", "startup s", "garbage probes", *(md_text(t) for t in tasks),
+              "reason", "warnings"]
     parts.append(markdown_table(header, rows))
     parts += probe_budget_lines(run)
     relaunched = [(cid, note) for cid in run.cell_order if run.cells.get(cid)
@@ -90,7 +92,8 @@ def render_markdown(run: RunResult) -> str:
         parts += ["", "Scores are the task's headline metric (the first metric and filter of its lm-eval config; "
                       "named in Quality tasks) ± its standard error, from lm-eval's per-sample records in "
                       "`cells/<id>/quality/<task>/`."]
-    parts += ["", *quality_section(run), *drift_section(run), *calls_section(run), *batching_section(run), *length_section(run), *numerics_section(run), *throughput_section(run), *timing_section(run),
+    parts += ["", *quality_section(run), *drift_section(run), *calls_section(run), *batching_section(run),
+              *length_section(run), *numerics_section(run), *throughput_section(run), *timing_section(run),
               *server_section(run),
               *garbage_section(run), *engines_section(run), *_differences_section(run)]
     parts += _no_effect_section(run)
@@ -248,7 +251,8 @@ def _requests_section(run: RunResult) -> list[str]:
 
 
 def _crashes_section(run: RunResult) -> list[str]:
-    failed = [run.cells[c] for c in run.cell_order if c in run.cells and run.cells[c].status in ("crashed", "timeout", "error")]
+    failed = [run.cells[c] for c in run.cell_order
+              if c in run.cells and run.cells[c].status in ("crashed", "timeout", "error")]
     if not failed:
         return []
     out = ["## Crashes, timeouts and errors", ""]
@@ -256,7 +260,8 @@ def _crashes_section(run: RunResult) -> list[str]:
         out.append(f"### `{cell.id}`: {cell.status} at {md_text(cell.phase)}")
         out.append("")
         if cell.crash:
-            out.append(f"Kind **{md_text(cell.crash.kind)}**" + (f": {md_text(cell.crash.hint)}" if cell.crash.hint else "") + ".")
+            out.append(f"Kind **{md_text(cell.crash.kind)}**"
+                       + (f": {md_text(cell.crash.hint)}" if cell.crash.hint else "") + ".")
             out.append("")
             out.append(code_block(cell.crash.excerpt))
         elif cell.reason:

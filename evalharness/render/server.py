@@ -35,7 +35,8 @@ def server_section(run: RunResult) -> list[str]:
                      *(_num(startup.get(k), "{:.1f}") for k in _STARTUP),
                      f"{graph_startup:.1f}" if graph_startup else ""])
     out = ["## Server: memory, batch ceiling, startup", "",
-           "What each server said about itself once ready (SGLang: `/server_info`, `internal_states[0]`): GPU memory in "
+           "What each server said about itself once ready (SGLang: `/server_info`, `internal_states[0]`): "
+           "GPU memory in "
            "GB for the weights, the KV cache and captured CUDA graphs, the KV cache's token capacity, the max running "
            "requests it really uses, and its startup in seconds. A different max running requests means the cells "
            "do not batch alike.", "",

@@ -97,8 +97,8 @@ def throughput_notes(scenarios: list[ScenarioResult]) -> list[str]:
     return [ITL_NOTE] if any(sc.itl_interpolated() for sc in scenarios) else []
 
 
-THROUGHPUT_HEADER = ["scenario", "load", "prompts", "done", "output tok/s", "decode tok/s per request (p50)", "TTFT p50 ms",
-                     "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms", "E2E p50 ms",
+THROUGHPUT_HEADER = ["scenario", "load", "prompts", "done", "output tok/s", "decode tok/s per request (p50)",
+                     "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms", "E2E p50 ms",
                      "spec acceptance length (rate)", "errors"]
 
 

@@ -32,7 +32,8 @@ def timing_section(run: RunResult) -> list[str]:
         engine_share = outside / max(1e-9, sum(c.duration_s for c in timed))
     lines = ["## Where the time went", "",
              "Wall time per cell in seconds, by phase (quality and throughput summed over tasks and scenarios; "
-             "per task and per scenario in results.json, `phase_seconds`; the harness's own work between requests counts "
+             "per task and per scenario in results.json, `phase_seconds`; the harness's own work "
+             "between requests counts "
              "in the phase it serves, `other` is what no phase covered). Outside the engine's work: startup, resolve, "
              "teardown and `other`; each quality task's time includes starting lm-eval's process.", "",
              markdown_table(["cell", "status", "total s", *GROUPS, "other", "outside engine work"], rows), ""]

@@ -71,7 +71,8 @@ def is_numeric_row(line: str) -> bool:
 
 
 CODE_LINE = re.compile(
-    r"^\s*(>>>|\.\.\.\s|<[A-Za-z/!][^>]*>|@\w|def |class \w+\s*[:(]|import |from [\w.]+ import|return\b|#include|//|/\*|[{}\[\]]\s*$)"
+    r"^\s*(>>>|\.\.\.\s|<[A-Za-z/!][^>]*>|@\w|def |class \w+\s*[:(]|import |from [\w.]+ import|return\b|"
+    r"#include|//|/\*|[{}\[\]]\s*$)"
     r"|[;{]\s*$|\w\([^)]*\)\s*[:{]?\s*$|^\s*[\w.\[\]'\"]+\s*[-+*/]?=\s*\S|^\s*['\"]?\w+['\"]?\s*:\s*['\"\d\[{]")
 
 

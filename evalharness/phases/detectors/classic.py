@@ -74,7 +74,8 @@ def empty_output(sample: Sample) -> Finding | None:
 def never_stops(sample: Sample) -> Finding | None:
     """A prompt that asks for a short answer, answered until max_tokens ran out."""
     if sample.expect_stop and sample.finish_reason == "length":
-        return Finding(detector="never_stops", strength="soft", evidence="hit max_tokens on a prompt that asks for a short answer")
+        return Finding(detector="never_stops", strength="soft",
+                       evidence="hit max_tokens on a prompt that asks for a short answer")
     return None
 
 
@@ -91,7 +92,8 @@ def script_mismatch(sample: Sample) -> Finding | None:
         return None
     big = [s for s, n in out.items() if n / total >= 0.15]
     if len(big) >= 3:
-        return Finding(detector="script_mismatch", strength="hard", evidence=f"mixed scripts {dict(out.most_common(4))}")
+        return Finding(detector="script_mismatch", strength="hard",
+                       evidence=f"mixed scripts {dict(out.most_common(4))}")
     if sample.prompt:
         prompt = scripts(sample.prompt)
         if sum(prompt.values()) >= 20 and not LANGUAGE_WORDS.search(sample.prompt):

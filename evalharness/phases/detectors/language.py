@@ -131,7 +131,8 @@ def plausibility(words: list[str]) -> tuple[float, str]:
 def is_english(word: str) -> bool:
     """An English word, or an English word plus a common suffix (folded, as `fold` writes it)."""
     english = _english()
-    return word in english or any(word.endswith(s) and word[: -len(s)] in english for s in ("s", "es", "ed", "ing", "ly"))
+    return word in english or any(word.endswith(s) and word[: -len(s)] in english
+                                  for s in ("s", "es", "ed", "ing", "ly"))
 
 
 def english_share(words: list[str]) -> float:
@@ -160,12 +161,14 @@ def letter_salad(sample: Sample) -> Finding | None:
     score, lang = plausibility(words)
     if score < SALAD_PLAUSIBILITY:
         return Finding(detector="letter_salad", strength="hard",
-                       evidence=f"letter bigrams at {score:.2f} nats per letter (best fit {lang}): {clip(' '.join(words), 60)!r}")
+                       evidence=f"letter bigrams at {score:.2f} nats per letter (best fit {lang}): "
+                                f"{clip(' '.join(words), 60)!r}")
     if fit(words, "en") >= score - SALAD_ENGLISH_MARGIN:
         share = english_share(words)
         if share < SALAD_ENGLISH_SHARE:
             return Finding(detector="letter_salad", strength="hard",
-                           evidence=f"{share:.0%} of {len(words)} words are English words: {clip(' '.join(words), 60)!r}")
+                           evidence=f"{share:.0%} of {len(words)} words are English words: "
+                                    f"{clip(' '.join(words), 60)!r}")
     return None
 
 
@@ -212,7 +215,8 @@ def word_salad(sample: Sample) -> Finding | None:
         # repeated names are what lists and markup do, and what salad that loops on itself does: soft
         strength = "hard" if diverse >= SALAD_DIVERSITY else "soft"
         return Finding(detector="word_salad", strength=strength,
-                       evidence=f"{share:.0%} of {len(tokens)} words are function words: {clip(' '.join(tokens), 60)!r}")
+                       evidence=f"{share:.0%} of {len(tokens)} words are function words: "
+                                f"{clip(' '.join(tokens), 60)!r}")
     return None
 
 

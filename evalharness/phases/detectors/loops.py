@@ -49,8 +49,8 @@ import numpy as np
 
 from evalharness.phases.detectors.base import Finding, Sample, clip
 
-TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
-                   r"\uac00-\ud7af]+|[^\w\s]", re.UNICODE)
+TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]|"
+                   r"[^\W_\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]+|[^\w\s]", re.UNICODE)
 MAX_PERIOD = 600  # tokens: every period up to a paragraph of about 450 words is compared; longer ones as found
 GRAM = 8  # tokens in the windows whose recurrences point at the longer periods
 MAX_TOKENS = 24_000  # the last tokens looked at (a loop runs to the end; older text cannot hide one there)

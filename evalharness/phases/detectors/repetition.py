@@ -16,8 +16,8 @@ import re
 import zlib
 from collections import Counter
 
-from evalharness.phases.detectors.base import (FORMATTING_CHARS, WORD, Finding, Sample, clip, is_numeric_row, is_rule_line,
-                                                structure_lines)
+from evalharness.phases.detectors.base import (FORMATTING_CHARS, WORD, Finding, Sample, clip, is_numeric_row,
+                                                is_rule_line, structure_lines)
 
 SHOUTING_CHARS = set("!?")
 BANNER = re.compile(r"^\s*([-=_*#~+])\1{2,}\s+\S.{0,78}?\s+\1{3,}\s*$")
@@ -57,7 +57,8 @@ def char_run(sample: Sample) -> Finding | None:
             if (not content and length >= 16) or (length >= 160 and length > 1.5 * max(map(len, content))):
                 return Finding(detector="char_run", strength="hard", evidence=f"{char!r} x{length}, nothing else")
         elif length >= 24:
-            return Finding(detector="char_run", strength="hard", evidence=f"{char!r} x{length} in {clip(line.strip())!r}")
+            return Finding(detector="char_run", strength="hard",
+                           evidence=f"{char!r} x{length} in {clip(line.strip())!r}")
     return None
 
 
@@ -166,7 +167,8 @@ def glued_repeat(sample: Sample) -> Finding | None:
         if repeats >= GLUED_LONG and length >= 2 * GLUED_MIN_CHARS and not _licensed(unit, sample):
             return Finding(detector="glued_repeat", strength="hard", evidence=evidence)
         rest = chunk[start + length :]
-        closed = rest[:1] in tuple(CLOSERS + ",;:") or (start + length < len(chunk) and found.end() < len(text.rstrip()))
+        closed = (rest[:1] in tuple(CLOSERS + ",;:")
+                  or (start + length < len(chunk) and found.end() < len(text.rstrip())))
         if not (closed or _licensed(unit, sample)):
             return Finding(detector="glued_repeat", strength="hard", evidence=evidence)
     return None
@@ -185,7 +187,8 @@ def phrase_repeat(sample: Sample) -> Finding | None:
             evidence = f"{' '.join(phrase)!r} x{times} ({times * n}/{len(words)} words)"
             if sample.reference_output is not None and phrase_repeat(Sample(output=sample.reference_output)) is None:
                 # the reference cell answered the same prompt without a loop: this loop is the cell's own
-                return Finding(detector="phrase_repeat", strength="hard", evidence=f"{evidence}; the reference does not loop")
+                return Finding(detector="phrase_repeat", strength="hard",
+                               evidence=f"{evidence}; the reference does not loop")
             return Finding(detector="phrase_repeat", strength="soft", evidence=evidence)
     return None
 
@@ -200,5 +203,6 @@ def low_compression(sample: Sample) -> Finding | None:
         return None
     ratio = len(zlib.compress(raw, 9)) / len(raw)
     if ratio < LOW_COMPRESSION:
-        return Finding(detector="low_compression", strength="soft", evidence=f"compresses to {ratio:.0%} of {len(raw)} bytes")
+        return Finding(detector="low_compression", strength="soft",
+                       evidence=f"compresses to {ratio:.0%} of {len(raw)} bytes")
     return None

@@ -72,7 +72,8 @@ def cell_verdict(flags: list[bool], reference_flags: list[bool] | None, min_shar
     if reference_flags:
         ref_share = sum(reference_flags) / len(reference_flags)
         garbage = share >= min_share and share - ref_share >= min_excess
-        reason = f"{flagged}/{total} probe outputs marked as garbage (reference: {sum(reference_flags)}/{len(reference_flags)})"
+        reason = (f"{flagged}/{total} probe outputs marked as garbage (reference: "
+                  f"{sum(reference_flags)}/{len(reference_flags)})")
     else:
         garbage = share >= min_share
         reason = f"{flagged}/{total} probe outputs marked as garbage"

@@ -43,8 +43,8 @@ def _shard(conn, client_class: type, client_kwargs: dict[str, Any], run_kwargs: 
 
 
 def run_sharded(client_class: type, client_kwargs: dict[str, Any], processes: int, *, requests: int | None,
-                duration_s: float | None, concurrency: int | None, request_rate: float | None, input_len: int, output_len: int,
-                seed: int) -> tuple[list[RequestRecord], bool, float]:
+                duration_s: float | None, concurrency: int | None, request_rate: float | None, input_len: int,
+                output_len: int, seed: int) -> tuple[list[RequestRecord], bool, float]:
     """The measured requests of one repeat over `processes` client processes: (records, whether one stopped hung,
     the processes' CPU seconds while they measured: what benchmarks/client_capacity.py reports per event)."""
     parts = max(1, min(processes, concurrency or processes, requests or processes))

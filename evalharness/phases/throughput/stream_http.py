@@ -4,8 +4,9 @@ the openai client (phases/openai_api.py), readiness and the engines' own endpoin
 
 Measured (benchmarks/README.md, `benchmarks/client_capacity.py`, 2 shared cores): at an engine's pace (one event per
 stream per step, one per socket write) 11.4-11.9 us of CPU per event at 13,600 events/s over 64 streams, against
-22.2-22.9 for vLLM's benchmark client (1.9-2.0x), and 1.2-1.5x at up to 100,000 events/s over 256 streams; within 0.03% of the
-true token rate. (When a server packs 64 events per write: 0.38 us per event, 9.8x; engines do not write so.)
+22.2-22.9 for vLLM's benchmark client (1.9-2.0x), and 1.2-1.5x at up to 100,000 events/s over 256 streams; within
+0.03% of the true token rate. (When a server packs 64 events per write: 0.38 us per event, 9.8x; engines do not write
+so.)
 
 Why not aiohttp here: its stream reader runs about eight Python calls for every HTTP chunk a server writes, and an
 engine writes one chunk per streamed event, so at one token per event the client itself becomes the bottleneck
