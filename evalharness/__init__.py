@@ -9,5 +9,5 @@ __version__ = "0.1.0"
 SCORING_VERSION = 5  # 2: zero-token chunks keep their time, speculative counters read after the warm-up (issue 13)
 # 3: lm-eval samples per subtask and filter, headline from the task config, reasoning and finish_reason (issue 15)
 # 4: per-request seeds per repeat, aggregation and higher_is_better recorded, throughput before quality (issues 23, 24)
-# 5: quality requests streamed and journaled, stop strings kept out of the reasoning, random subsets, prompt hashes (issue
-#    25); per-token KL in both directions on sampled tokens by id (issue 26)
+# 5: quality requests streamed and journaled, stop strings kept out of the reasoning, random subsets, prompt
+#    hashes (issue 25); per-token KL in both directions on sampled tokens by id (issue 26)

@@ -17,7 +17,8 @@ from evalharness.serving.engines import ENGINES
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evalharness", description=__doc__,
-                                     epilog="Every command and option: docs/cli.md. A first run: docs/getting-started.md.")
+                                     epilog="Every command and option: docs/cli.md. "
+                                            "A first run: docs/getting-started.md.")
     parser.add_argument("--version", action="version", version=f"evalharness {__version__}")
     # listed in --help in the order a user runs them (tests/unit/test_docs.py)
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
@@ -36,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--matrix", required=True, help="matrix YAML file")
     plan.add_argument("--from", dest="from_run", metavar="RUN", help="a previous run folder: its reference's "
                       "documents, accuracy, within-document variance, tokens per answer and throughput")
-    plan.add_argument("--tok-s", type=positive_float, help="output tokens/s of the quality phase (default: the previous run's)")
+    plan.add_argument("--tok-s", type=positive_float,
+                      help="output tokens/s of the quality phase (default: the previous run's)")
     plan.add_argument("--budget-hours", type=positive_float, help="hours to spend (default quality.budget_hours); "
                       "with a confirm section, box-hours of both stages: what each task certifies within them")
     plan.add_argument("--documents", action="append", metavar="TASK=N", help="a task's documents (default: "
@@ -73,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     baseline = sub.add_parser("baseline", help="save a baseline from a finished run")
     baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True)
-    save = baseline_sub.add_parser("save", help="save a run's ok cells (or those --cell names) as a baseline for `gate`")
+    save = baseline_sub.add_parser("save", help="save a run's ok cells (or those --cell names) as a baseline "
+                                   "for `gate`")
     save.add_argument("dir", help="a finished run folder")
     save.add_argument("--cell", action="append", help="cells to keep (default: every ok cell)")
     save.add_argument("-o", "--output", required=True, help="the baseline file to write, e.g. baselines/mine.json")
@@ -82,12 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
                       "quality.seed), so the baseline's own draw weighs less on every later gate")
     save.set_defaults(func=cmd_baseline_save)
 
-    gate = sub.add_parser("gate", help="pass/fail a run against a committed baseline (exit 0 pass, 1 fail, 2 bad input, "
-                          "3 inconclusive: nothing failed but the samples cannot show every task within its margin)")
+    gate = sub.add_parser("gate", help="pass/fail a run against a committed baseline (exit 0 pass, 1 fail, "
+                          "2 bad input, 3 inconclusive: nothing failed but the samples cannot show every task "
+                          "within its margin)")
     gate.add_argument("dir", help="the run folder to gate")
     gate.add_argument("--baseline", required=True, help="a baseline file (`baseline save`)")
     gate.add_argument("--cell", action="append", metavar="RUN_ID[=BASELINE_ID]",
-                      help="gate these cells (default: every cell that the baseline names, or all against a one-cell baseline)")
+                      help="gate these cells (default: every cell that the baseline names, or all against a "
+                           "one-cell baseline)")
     gate.add_argument("--json", metavar="FILE", help="write each cell's outcome (pass, fail, inconclusive) with its "
                       "tasks' outcomes and bounds")
     gate.set_defaults(func=cmd_gate)
@@ -100,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--markdown", help="write the short form (a pull-request comment) to this file")
     compare.set_defaults(func=cmd_compare)
 
-    diag = sub.add_parser("diagnose", help="crash class and known warnings of a server log produced outside the harness")
+    diag = sub.add_parser("diagnose", help="crash class and known warnings of a server log produced outside "
+                          "the harness")
     diag.add_argument("log", help="the server's log (stdout and stderr)")
     diag.add_argument("--engine", choices=[name for name, e in ENGINES.items() if e.launches],
                       help="default: guessed from the log's lines")
@@ -117,12 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--base-url", required=True, help="as the openai client takes it, e.g. http://127.0.0.1:8000/v1")
     bench.add_argument("--model", required=True, help="the served model name")
     bench.add_argument("--concurrency", type=int_list, default=[1], help="comma-separated, e.g. 1,8,32")
-    bench.add_argument("--requests", type=positive_int, default=None, help="measured requests per level (default 4x concurrency, at least 8)")
+    bench.add_argument("--requests", type=positive_int, default=None,
+                       help="measured requests per level (default 4x concurrency, at least 8)")
     bench.add_argument("--input-len", type=positive_int, default=128, help="prompt words, with --prompts random only")
     bench.add_argument("--prompts", default="natural", help="natural (the shipped corpus), task:NAME, a .jsonl file, "
                        "or random (capacity figures only)")
     bench.add_argument("--repeats", type=positive_int, default=1, help="measure each concurrency this many times")
-    bench.add_argument("--client-processes", type=positive_int, default=1, help="shard the streams over this many processes")
+    bench.add_argument("--client-processes", type=positive_int, default=1,
+                       help="shard the streams over this many processes")
     bench.add_argument("--output-len", type=positive_int, default=128, help="tokens each request generates")
     bench.add_argument("--warmup", type=int, default=1, help="requests sent before measuring, not counted")
     bench.add_argument("--api", choices=["completions", "chat"], default="completions", help="the endpoint the "

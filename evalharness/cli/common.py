@@ -26,7 +26,8 @@ def int_list(text: str) -> list[int]:
 
 
 def positive_float(text: str) -> float:
-    """argparse type: a finite number above 0 (a budget, a speed, a timeout): anything else exits 2 naming the option."""
+    """argparse type: a finite number above 0 (a budget, a speed, a timeout):
+    anything else exits 2 naming the option."""
     try:
         value = float(text)
     except ValueError:

@@ -115,8 +115,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(plan_text(plan), end="")
         if plan.over_budget() and not args.over_budget:
             return fail(f"{args.matrix}: quality.budget_hours {plan.budget_hours:g} cannot reach the margins: the "
-                        f"needed design takes {plan.hours or sum(t.hours or 0 for t in plan.tasks):,.1f} hours (see the plan above; --over-budget runs "
-                        "the matrix as written anyway)")
+                        f"needed design takes {plan.hours or sum(t.hours or 0 for t in plan.tasks):,.1f} hours "
+                        "(see the plan above; --over-budget runs the matrix as written anyway)")
     try:
         if args.ray is not None or matrix.cluster is not None:  # only then is Ray imported
             from evalharness.runner.ray_runner import execute_ray
@@ -213,7 +213,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return fail(f"{args.matrix}: quality: the matrix has no quality section, nothing to plan")
     try:
         answer_tokens = _per_task(args.answer_tokens, int, "--answer-tokens")
-        unknown = set(_per_task(args.documents, int, "--documents")) | set(_per_task(args.accuracy, float, "--accuracy"))
+        unknown = (set(_per_task(args.documents, int, "--documents"))
+                   | set(_per_task(args.accuracy, float, "--accuracy")))
         unknown = (unknown | set(answer_tokens)) - set(matrix.quality.tasks)
         if unknown:
             raise ValueError(f"--documents/--accuracy/--answer-tokens name tasks the matrix does not run: "

@@ -78,7 +78,8 @@ def gate_run(run, run_dir: Path, baseline_path: str, cells: list[str] | None, js
 
 def record_gate(run, run_dir: Path) -> None:
     """Save the run with its gate outcome and render its reports again, so report.md and summary.md (the pull
-    request's comment) carry the gate's line; $GITHUB_STEP_SUMMARY, which holds the run's summary, gets that line. A folder that cannot be written is said, and the gate's status stands."""
+    request's comment) carry the gate's line; $GITHUB_STEP_SUMMARY, which holds the run's summary, gets that line.
+    A folder that cannot be written is said, and the gate's status stands."""
     from evalharness.records.io import ResultsError, save_run
     from evalharness.render.outputs import append_step_summary, render_all
     from evalharness.render.verdict import gate_line

@@ -71,14 +71,16 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         if readiness.outcome == "exited":
             crash = classify_crash(read_log(state.log_path), engine.log_rules)
             state.status, state.crash = "crashed", crash
-            state.reason = f"{crash.kind}: {crash.line} (exit code {readiness.returncode} after {readiness.seconds:.0f}s)"
+            state.reason = (f"{crash.kind}: {crash.line} (exit code {readiness.returncode} "
+                            f"after {readiness.seconds:.0f}s)")
             return server
         if readiness.outcome == "timeout":
             state.status = "timeout"
-            state.reason = f"not ready after {readiness.seconds:.0f}s (startup timeout {matrix.timeouts.startup_s:.0f}s)"
+            state.reason = (f"not ready after {readiness.seconds:.0f}s "
+                            f"(startup timeout {matrix.timeouts.startup_s:.0f}s)")
             if readiness.foreign_listener is not None:  # a 200 came, but from a process that is not this server
-                state.reason += (f"; port {urlsplit(plan.root_url).port} answered from pid {readiness.foreign_listener}, "
-                                 "a process this cell did not launch: never measured")
+                state.reason += (f"; port {urlsplit(plan.root_url).port} answered from pid "
+                                 f"{readiness.foreign_listener}, a process this cell did not launch: never measured")
             return server
         state.startup_s = round(readiness.seconds, 2)
     state.enter("resolve", progress)
@@ -197,7 +199,8 @@ def run_cell(matrix: Matrix, cell: Cell, engine: Engine, run_dir: Path, progress
                 if held:
                     progress.message(f"[bold red]GPU memory not released after teardown: {held} MiB more per GPU[/]")
                 if state.teardown.leftover:
-                    progress.message(f"[bold red]engine processes left behind after teardown: {state.teardown.leftover}[/]")
+                    progress.message(f"[bold red]engine processes left behind after teardown: "
+                                     f"{state.teardown.leftover}[/]")
                 state.status, state.reason = after_teardown(state.status, state.reason, state.teardown.leftover, held)
             state.enter(None)
     INTERRUPT.raise_pending()  # a signal that came during teardown: the cell is not finished, do not record it

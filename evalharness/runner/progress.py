@@ -67,7 +67,8 @@ class Progress:
     def finished(self, cell_id: str, status: str, detail: str) -> None:
         elapsed = time.monotonic() - self.cell_started
         style = {"ok": "green", "crashed": "red", "garbage": "magenta", "timeout": "yellow"}.get(status, "red")
-        line = Text.assemble(f"[{self.index}/{self.total}] {cell_id}: ", (status, f"bold {style}"), f" in {elapsed:.0f}s")
+        line = Text.assemble(f"[{self.index}/{self.total}] {cell_id}: ", (status, f"bold {style}"),
+                             f" in {elapsed:.0f}s")
         if detail:
             line.append(f"  {detail}", style="dim")
         self.console.print(line, highlight=False, soft_wrap=True)

@@ -57,7 +57,8 @@ def connect(address: str) -> Any:
     except Exception as exc:  # ConnectionError, RuntimeError: Ray's own words say what is wrong
         hint = ("start one with `ray start --head` (docs/engines.md: 'On a Ray cluster') or pass --ray HOST:PORT"
                 if address == "auto" else "is `ray start --head` running there, and is the port reachable?")
-        raise RunError(f"cannot connect to the Ray cluster at {address!r}: {str(exc).splitlines()[0]}; {hint}") from None
+        raise RunError(f"cannot connect to the Ray cluster at {address!r}: "
+                       f"{str(exc).splitlines()[0]}; {hint}") from None
     return ray
 
 

@@ -70,7 +70,8 @@ def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
     the settings hash the previous record held for each of its cells, kept or not."""
     results_path = out_dir / "results.json"
     if results_path.exists() and not resume:
-        raise RunError(f"{out_dir} already holds a run (results.json); pass --resume to finish it or choose another --out")
+        raise RunError(f"{out_dir} already holds a run (results.json); pass --resume to finish it "
+                       "or choose another --out")
     versions = harness_versions()
     meta = RunMeta(
         harness_version=versions["harness"] or __version__,
@@ -103,7 +104,8 @@ def prepare_run(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path:
             run.notes.append(f"Resumed on another kind of machine: {', '.join(sorted(kept))} measured on {before}, "
                              f"the cells run now on {now}")
         if dropped:
-            run.notes.append(f"Resumed: re-running cells whose settings changed or left the matrix: {', '.join(dropped)}")
+            run.notes.append("Resumed: re-running cells whose settings changed or left the matrix: "
+                             f"{', '.join(dropped)}")
     return run, recorded
 
 

@@ -18,7 +18,8 @@ from evalharness.serving.host import SLACK_MIB, gpu_memory_held, gpu_memory_rele
 from evalharness.serving.server import ServerProcess
 
 
-def tear_down(server: ServerProcess, terminate: str, timeouts: Timeouts, gpu_before: list[int] | None) -> TeardownRecord:
+def tear_down(server: ServerProcess, terminate: str, timeouts: Timeouts,
+              gpu_before: list[int] | None) -> TeardownRecord:
     """Stop the server the engine's way, then wait (bounded) for its GPU memory; the record says how it went."""
     torn = server.stop(timeouts.teardown_grace_s, terminate=terminate)
     begin = time.monotonic()

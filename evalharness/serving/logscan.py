@@ -55,7 +55,10 @@ COMMON_CRASHES: tuple[CrashRule, ...] = (
     CrashRule("port_in_use", _rx(r"address already in use|\[Errno 98\]"), "another process holds the port"),
     CrashRule(
         "bad_argument",
-        _rx(r"error: (unrecognized arguments?|argument [-\w/ ]+: invalid (choice|\w+ value))|error: the following arguments are required"),
+        _rx(
+            r"error: (unrecognized arguments?|argument [-\w/ ]+: invalid (choice|\w+ value))|"
+            r"error: the following arguments are required"
+        ),
         "the engine's argument parser refused a flag: check the flag against the installed version",
     ),
     CrashRule(
@@ -89,7 +92,11 @@ COMMON_CRASHES: tuple[CrashRule, ...] = (
     CrashRule("import_error", _rx(r"ModuleNotFoundError: |ImportError: |undefined symbol: "), "a broken install"),
     CrashRule(
         "config_conflict",
-        _rx(r"\d+ validation errors? for \w*Config|^\s*(ValueError|AssertionError)\b.*\b(not supported|only supports?|must be|cannot be used|incompatible|conflict)"),
+        _rx(
+            r"\d+ validation errors? for \w*Config|"
+            r"^\s*(ValueError|AssertionError)\b.*\b(not supported|only supports?|must be|"
+            r"cannot be used|incompatible|conflict)"
+        ),
         "two settings that cannot be combined",
     ),
 )
@@ -100,7 +107,8 @@ _TRACEBACK_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception))\s*:\s*
 # (sglang/srt/utils/common.py: configure_logger, the prefix from srt/managers/scheduler.py), and uvicorn's
 # "[time] ERROR:    " (srt/utils/common.py: set_uvicorn_logging_configs)
 _ENGINE_PREFIX = re.compile(
-    r"^\s*(?:\([\w-]+ pid=\d+\)\s*)?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2}\s+\[[^\]]+\]\s*)?"
+    r"^\s*(?:\([\w-]+ pid=\d+\)\s*)?"
+    r"(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2}\s+\[[^\]]+\]\s*)?"
     r"(?:\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[^\]]*\]\s*)?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+[\w.]+:\d+:\s*)?"
     r"(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+)?"
 )

@@ -26,7 +26,8 @@ def alive(proc: psutil.Process) -> bool:
         return False
 
 
-def scan(match: Callable[[psutil.Process], bool], since: float = 0.0) -> tuple[dict[int, psutil.Process], dict[int, psutil.Process]]:
+def scan(match: Callable[[psutil.Process], bool],
+         since: float = 0.0) -> tuple[dict[int, psutil.Process], dict[int, psutil.Process]]:
     """One pass over the process table, the harness itself excluded: (the live processes `match` accepts, every
     process seen, with its parent pid in `.info["ppid"]`). Only processes created after `since` (a wall-clock time)
     are looked at: pids are reused, and a process older than the launch is never ours. A process that exits or hides
@@ -64,7 +65,8 @@ def sweep_orphans(pid_files: list[Path]) -> list[str]:
             pid_file.unlink(missing_ok=True)
             continue
         family = list(scan(lambda proc: (proc.pid == pid and abs(proc.create_time() - created) < 1)
-                           or os.getsid(proc.pid) == pid or proc.environ().get(MARKER_ENV) == marker, since=created)[0].values())
+                           or os.getsid(proc.pid) == pid or proc.environ().get(MARKER_ENV) == marker,
+                           since=created)[0].values())
         for proc in family:
             try:
                 proc.kill()

@@ -1,4 +1,5 @@
-"""One engine server's life: launch in its own session, whole log capture, readiness, and a teardown that leaves nothing.
+"""One engine server's life: launch in its own session, whole log capture, readiness, and a teardown that
+leaves nothing.
 
 Engines spawn children (vLLM's EngineCore and workers, SGLang's scheduler and detokenizer) and some of them leave the
 process group or outlive their parent (sglang#23627: a scheduler holding 100 GB of GPU memory after the launcher died).
@@ -256,7 +257,8 @@ class ServerProcess:
 
 
 def wait_external(url: str, timeout_s: float) -> tuple[bool, float]:
-    """(ready, seconds waited) for an endpoint the harness did not launch: its health URL polled until it answers 200."""
+    """(ready, seconds waited) for an endpoint the harness did not launch: its health URL polled until
+    it answers 200."""
     begin = time.monotonic()
     with httpx.Client(timeout=2.0) as client:
         while time.monotonic() - begin < timeout_s:

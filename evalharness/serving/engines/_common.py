@@ -112,8 +112,8 @@ def server_plan(matrix: Matrix, cell: Cell, port: int, *, default_command: list[
                 env: dict[str, str], health_path: str) -> LaunchPlan:
     """The launch plan shared by engines that take `--<model flag> M --host H --port P --served-model-name N`."""
     served = matrix.served_model_name or matrix.model
-    argv = [*(matrix.command_for(cell) or default_command), model_flag, matrix.model, "--host", matrix.host, "--port", str(port),
-            "--served-model-name", served, *render_args(cell.args)]
+    argv = [*(matrix.command_for(cell) or default_command), model_flag, matrix.model, "--host", matrix.host,
+            "--port", str(port), "--served-model-name", served, *render_args(cell.args)]
     root = f"http://{matrix.host}:{port}"
     return LaunchPlan(argv=argv, env=env, root_url=root, base_url=f"{root}/v1", health_path=health_path,
                       served_model_name=served)

@@ -101,7 +101,8 @@ class SglangEngine:
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         plan = server_plan(matrix, cell, port, default_command=DEFAULT_COMMAND, model_flag="--model-path",
                            env=dict(cell.env), health_path="/health_generate")
-        if "--enable-metrics" not in cell.args:  # the acceptance figure needs /metrics; `--enable-metrics: false` opts out
+        # the acceptance figure needs /metrics; `--enable-metrics: false` opts out
+        if "--enable-metrics" not in cell.args:
             plan.argv.append("--enable-metrics")
         return plan
 

@@ -14,7 +14,8 @@ is known when Envs defines it or an alias of it, when SGLang's own source reads 
 known `SGLANG_X`; one in environ's _DEPRECATED_ENVS without a replacement is refused (it does nothing any more).
 
 `engine_versions` reads the versions that decide what works on SM120 (sglang, sglang-kernel/sgl-kernel, flashinfer,
-deep_gemm (0.5.23 depends on the distribution sgl-deep-gemm) and whether it has the SM120 functions SGLang probes for, torch, CUDA) with the engine's Python: the facts
+deep_gemm (0.5.23 depends on the distribution sgl-deep-gemm) and whether it has the SM120 functions SGLang probes for,
+torch, CUDA) with the engine's Python: the facts
 `python -m sglang.check_env` prints, read directly (check_env lists neither deep_gemm nor its SM120 functions).
 """
 
@@ -211,7 +212,8 @@ VERSIONS_SCRIPT = r"""
 import importlib.metadata as md, json
 out = {}
 for name, dists in (("sglang", ["sglang"]), ("sgl-kernel", ["sglang-kernel", "sgl-kernel"]),
-                    ("flashinfer", ["flashinfer-python", "flashinfer_python"]), ("flashinfer-cubin", ["flashinfer-cubin"]),
+                    ("flashinfer", ["flashinfer-python", "flashinfer_python"]),
+                    ("flashinfer-cubin", ["flashinfer-cubin"]),
                     ("deep_gemm", ["sgl-deep-gemm", "deep_gemm", "deep-gemm", "deepgemm"]), ("torch", ["torch"]),
                     ("triton", ["triton"]), ("transformers", ["transformers"])):
     for dist in dists:

@@ -7,7 +7,8 @@ pinned wheel does not ship; the texts are FlashInfer's own); "story" is a line t
 build printed (../shared/seed), kept so that logs of that build still classify.
 
 0.5.23 logs `[2026-03-07 15:22:11 TP0] message` (sglang/srt/utils/common.py: configure_logger; the " TPn" / " DPn"
-prefix from sglang/srt/managers/scheduler.py, " TPn" only when tp_size > 1: a TP 1 server logs `[time] message`) with no level: warnings are known by their text, not a WARNING tag.
+prefix from sglang/srt/managers/scheduler.py, " TPn" only when tp_size > 1: a TP 1 server logs `[time] message`) with
+no level: warnings are known by their text, not a WARNING tag.
 The story's build printed `[time] WARNING model_config.py:1012: message`; both forms are stripped by logscan.
 """
 
@@ -49,7 +50,8 @@ CRASHES = (
         re.compile(r"cubin manifest contains no kernels runnable on sm_?\d+"),
         "FlashInfer's trtllm-gen kernels ship as cubins for sm100/sm103/sm107 only: on SM120 pick another "
         "--moe-runner-backend / --fp4-gemm-backend (flashinfer_cutlass, triton, ...)",
-        source="flashinfer/csrc/trtllm_batched_gemm_runner.cu (FlashInfer 0.7.2, the version 0.5.23 pins: no config for the arch)",
+        source="flashinfer/csrc/trtllm_batched_gemm_runner.cu (FlashInfer 0.7.2, the version 0.5.23 pins: "
+               "no config for the arch)",
     ),
     CrashRule(
         "unsupported_kernel",

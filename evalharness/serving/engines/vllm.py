@@ -28,12 +28,14 @@ LOG_RULES = LogRules(
         # received 4 argument(s)" — the op exists as a stub in a build without the kernel.
         CrashRule(
             "unsupported_kernel",
-            re.compile(r"_C::\w+\(\) expected at most \d+ argument|is not supported on (CPU|this platform|current platform)", re.I),
+            re.compile(r"_C::\w+\(\) expected at most \d+ argument|"
+                       r"is not supported on (CPU|this platform|current platform)", re.I),
             "a kernel this build does not have",
         ),
         CrashRule(
             "config_conflict",
-            re.compile(r"Value error, .*|ValueError: .*(not supported|must be|cannot be|only supports|incompatible)", re.I),
+            re.compile(r"Value error, .*|"
+                       r"ValueError: .*(not supported|must be|cannot be|only supports|incompatible)", re.I),
             "settings vLLM refuses to combine",
         ),
     ),
@@ -48,7 +50,8 @@ LOG_RULES = LogRules(
         ),
         WarningRule("speculative_disabled", re.compile(r"speculative decoding (is )?(disabled|not supported)", re.I)),
         WarningRule("fallback", re.compile(r"\b(falling back|fall back|fallback) to\b", re.I)),
-        WarningRule("upcast", re.compile(r"(Upcasting|Downcasting|Casting) (?P<from_dtype>torch\.\w+) to (?P<to_dtype>torch\.\w+)")),
+        WarningRule("upcast", re.compile(r"(Upcasting|Downcasting|Casting) (?P<from_dtype>torch\.\w+) "
+                                         r"to (?P<to_dtype>torch\.\w+)")),
     ),
 )
 
