@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from evalharness.analysis.goodput import StepSlo, Target, repeat_goodput, slo_words, step_slo, targets_of
-from evalharness.analysis.speed import Side, SpeedVerdict, kept_rates, set_aside, side_of, speedup
+from evalharness.analysis.speed import Side, SpeedVerdict, kept_indices, kept_rates, side_of, speedup
 from evalharness.matrix.base import LENGTH_SCENARIO_PREFIX
 from evalharness.matrix.throughput import SweepSection
 from evalharness.records.measures import RepeatFigures, ScenarioResult
@@ -126,13 +126,6 @@ class CellFigure:
         return (min(rates), max(rates)) if len(rates) > 1 else None
 
 
-def kept_indices(sc: ScenarioResult) -> list[int]:
-    """The repeats the speed rule keeps (the disturbed ones set aside), by index."""
-    side = side_of(sc)
-    aside = set_aside(side)
-    return [i for i in range(len(side.rates)) if i not in aside]
-
-
 def goodput_side(figures: list[RepeatFigures], targets: tuple[Target, ...], plan: tuple[int, int] | None) -> Side:
     """Repeats as one side of the speed rule on goodput tok/s (a repeat with no good request at ZERO_GOODPUT), each
     with the host's reason it was disturbed: the same repeats the throughput side keeps or sets aside."""
@@ -148,7 +141,7 @@ def figure_of(sc: ScenarioResult, targets: tuple[Target, ...]) -> CellFigure:
     side = side_of(sc)
     if not targets:
         return CellFigure(sc.name, sc.output_tok_s, side, concurrency=sc.concurrency, request_rate=sc.request_rate)
-    slo = step_slo(sc, targets, kept_indices(sc))
+    slo = step_slo(sc, targets, kept_indices(side))
     if slo is None:  # no per-request figures (a run before issue 38): no goodput to read
         return CellFigure(sc.name, sc.output_tok_s, side, concurrency=sc.concurrency, request_rate=sc.request_rate)
     on_goodput = goodput_side(sc.repeat_figures, targets, side.plan) if len(sc.repeat_figures) == len(
@@ -323,7 +316,7 @@ def curve_of(cid: str, throughput: list[ScenarioResult], point: OperatingPoint, 
         return None
     out = []
     for sc in steps:
-        kept = [side_of(sc).rates[i] for i in kept_indices(sc)] or [sc.output_tok_s]
+        kept = kept_rates(side_of(sc)) or [sc.output_tok_s]
         low, high = mean_interval(kept)
         figure = figure_of(sc, point.targets) if point.targets else None
         out.append(CurvePoint(sc.name, sc.concurrency, sc.request_rate, sc.output_tok_s / gpus,

@@ -112,9 +112,15 @@ def suspects(side: Side) -> int:
     return sum(1 for r in kept if r <= 0 or math.log(max(kept) / r) > gap)
 
 
-def kept_rates(side: Side) -> list[float]:
+def kept_indices(side: Side) -> list[int]:
+    """The repeats the speed rule keeps, by index: the one answer to "which repeats count" that every figure of a
+    side (its tok/s, goodput, percentiles, the verdict) is read from."""
     aside = set_aside(side)
-    return [r for i, r in enumerate(side.rates) if i not in aside]
+    return [i for i in range(len(side.rates)) if i not in aside]
+
+
+def kept_rates(side: Side) -> list[float]:
+    return [side.rates[i] for i in kept_indices(side)]
 
 
 def _median(values: Sequence[float]) -> float:
@@ -194,8 +200,7 @@ def speedup(cell: Side, reference: Side, *, level: float | None = None, floor: f
     """Is `cell` faster than `reference`? The verdict at `level` (default: the level of the look the cell's repeats
     reached, level_at)."""
     c_aside, r_aside = set_aside(cell), set_aside(reference)
-    c = [r for i, r in enumerate(cell.rates) if i not in c_aside]
-    r = [v for i, v in enumerate(reference.rates) if i not in r_aside]
+    c, r = kept_rates(cell), kept_rates(reference)
     resting = (sum(1 for i, why in enumerate(cell.reasons()) if why and i not in c_aside),
                sum(1 for i, why in enumerate(reference.reasons()) if why and i not in r_aside))
     level = level_at(cell.plan, len(c)) if level is None else level

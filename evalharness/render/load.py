@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 from evalharness.analysis.goodput import Target, repeat_percentile, step_slo
-from evalharness.analysis.operating import figure_of, kept_indices, mean_interval, reach, steps_of
+from evalharness.analysis.operating import figure_of, mean_interval, reach, steps_of
 from evalharness.analysis.pareto import cell_figure, chosen_point, curves
-from evalharness.analysis.speed import side_of
+from evalharness.analysis.speed import kept_indices, side_of
 from evalharness.records.measures import ScenarioResult
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
@@ -34,8 +34,8 @@ def _latency_text(sc: ScenarioResult, kept: list[int], targets: tuple[Target, ..
 
 def _step_row(run: RunResult, cid: str, sc: ScenarioResult, reference: dict[str, ScenarioResult],
               targets: tuple[Target, ...], verdicts: dict[str, str]) -> list[str]:
-    kept = kept_indices(sc)
-    rates = side_of(sc).rates
+    side = side_of(sc)
+    kept, rates = kept_indices(side), side.rates
     low, high = mean_interval([rates[i] for i in kept])
     tok = f"{sc.output_tok_s:.1f}" + (f" [{low:.1f}–{high:.1f}]" if low is not None and high is not None else "")
     per_user = "" if sc.request_decode_tok_s.p50 is None else f"{sc.request_decode_tok_s.p50:.1f}"

@@ -18,7 +18,7 @@ from typing import Callable
 
 from evalharness.analysis.goodput import Target, requests_for
 from evalharness.analysis.operating import goodput_side
-from evalharness.analysis.speed import Side, decided, first_look, set_aside, side_of, speedup
+from evalharness.analysis.speed import Side, decided, first_look, kept_indices, side_of, speedup
 from evalharness.matrix.schema import OperatingPointSpec, Scenario, SweepSection
 from evalharness.phases.throughput.client import LoadClient, combine_repeats, measure_repeat
 from evalharness.phases.throughput.sse import RequestRecord
@@ -93,7 +93,7 @@ def stop_reason(side: Side, *, remeasure: int, reference: Side | None, is_refere
     within the SLO say nothing of a cell that misses half the time, and stopping there read "faster" on goodput
     in 5.1-5.7% of runs when the true goodput was 0.72x the reference's (benchmarks/operating_point.py; issue 57)."""
     low, high = side.plan or (len(side.rates), len(side.rates))
-    kept = len(side.rates) - len(set_aside(side))
+    kept = len(kept_indices(side))
     if kept >= high:
         return f"the maximum: {high} repeats kept"
     if len(side.rates) >= high + remeasure:
@@ -110,8 +110,7 @@ def stop_reason(side: Side, *, remeasure: int, reference: Side | None, is_refere
 
 def kept_requests(figures: list[RepeatFigures], side: Side) -> int:
     """The requests of the repeats the speed rule keeps."""
-    aside = set_aside(side)
-    return sum(f.requests for i, f in enumerate(figures) if i not in aside)
+    return sum(figures[i].requests for i in kept_indices(side))
 
 
 def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, after_warmup: Callable[[], None],
@@ -155,9 +154,9 @@ def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, 
     if not warmed:  # every repeat came from an earlier launch: the counters still need their reading
         after_warmup()
     side = Side(tuple(f.tok_s for f in figures), tuple(f.disturbed for f in figures), (low, high))
-    aside = set_aside(side)
-    kept_records = [r for i, r in enumerate(records) if i not in aside] or records
-    kept_rates = [f.tok_s for i, f in enumerate(figures) if i not in aside] or [f.tok_s for f in figures]
+    kept = kept_indices(side)
+    kept_records = [records[i] for i in kept] or records
+    kept_rates = [figures[i].tok_s for i in kept] or [f.tok_s for f in figures]
     result = combine_repeats(scenario.name, kept_records, concurrency=scenario.concurrency,
                              request_rate=scenario.request_rate, input_len=scenario.input_len,
                              output_len=scenario.output_len, prompts=client.prompts.name, rates=kept_rates)
