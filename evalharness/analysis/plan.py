@@ -179,10 +179,12 @@ def make_plan(matrix: Mapping[str, Any], *, previous: tuple[RunResult, Path] | N
               tok_s: float | None = None, budget_hours: float | None = None, cells: int | None = None,
               documents: Mapping[str, int] | None = None, accuracy: Mapping[str, float] | None = None,
               consistency: float | None = None, answer_tokens: Mapping[str, float] | None = None,
-              groups: Mapping[str, tuple[int, str]] | None = None, startup_min: float | None = None) -> Plan:
+              groups: Mapping[str, tuple[int, str]] | None = None, startup_min: float | None = None,
+              greedy: Mapping[str, str] | None = None) -> Plan:
     """`documents`, `accuracy`, `answer_tokens` (per task) and `consistency` override what a previous run measured
     or the defaults; `groups` ({task: (subtasks, where declared)}) sizes a group whose quality.limit is per subtask;
-    `startup_min` states a launch's startup."""
+    `startup_min` states a launch's startup; `greedy` ({task: why}, plan_groups.greedy_tasks): tasks whose answers
+    repeat, consistency 1 where nothing measured or gave one."""
     quality = matrix.get("quality") or {}
     gate = matrix.get("gate") or {}
     alpha = float(gate.get("alpha") or DEFAULT_ALPHA)
@@ -207,8 +209,9 @@ def make_plan(matrix: Mapping[str, Any], *, previous: tuple[RunResult, Path] | N
         group = (groups or {}).get(task)
         if group and own.get("limit") and "documents" not in given:
             own = {**own, "limit": own["limit"] * group[0]}
-        source = found.get("source") or (f"stated defaults: accuracy {DEFAULT_ACCURACY}, consistency "
-                                         f"{DEFAULT_CONSISTENCY}" + (
+        why_greedy = (greedy or {}).get(task) if "consistency" not in given and "consistency" not in found else None
+        source = found.get("source") or (f"stated defaults: accuracy {DEFAULT_ACCURACY}" + (
+            f"; consistency 1: {why_greedy}" if why_greedy else f", consistency {DEFAULT_CONSISTENCY}") + (
             "; documents: length.documents (the hours count answer tokens, not the bucket's prompt)"
             if task.startswith(LENGTH_TASK_PREFIX) and length.get("enabled") else
             f"; documents: quality.limit {own['limit'] // group[0]} per subtask x {group[0]} subtasks (lm-eval's "
@@ -216,6 +219,13 @@ def make_plan(matrix: Mapping[str, Any], *, previous: tuple[RunResult, Path] | N
             "; documents: quality.limit (per subtask for a group: give --documents)" if own.get("limit") else ""))
         if given:
             source += "; given: " + ", ".join(f"{k} {v}" for k, v in given.items())
+        if why_greedy and found.get("source"):
+            source = source.replace(f"one repeat: consistency {DEFAULT_CONSISTENCY} assumed", "one repeat") + (
+                f"; consistency 1: {why_greedy}")
+        if why_greedy:
+            # the default 0.5 would price a sampled task: a greedy one's answers repeat (the demo's reference, two
+            # launches of every document: within-document variance 0.0000 on all four tasks)
+            given["consistency"] = 1.0
         row = TaskPlan(task=task, margin=margin_for(task, gate), configured=_configured(quality, task),
                        documents=given.get("documents") or found.get("documents") or own.get("limit"),
                        accuracy=given.get("accuracy", found.get("accuracy", DEFAULT_ACCURACY)),

@@ -3,7 +3,8 @@ matrix's quality.limit is per subtask for a group (mmlu_pro: 14 subjects x 15 = 
 group from its subtasks. lm-eval declares a group in a YAML file with `group: NAME` and a `task:` list whose entries
 are leaf tasks, other groups (counted through) or inline task configs (one leaf each); the same file format its
 TaskManager indexes. Reads only the folders it is given (the cli passes the matrix's include_path or the shipped
-tasks, and lm-eval's own tasks where quality.include_defaults); imports neither lm_eval nor phases.
+tasks, and lm-eval's own tasks where quality.include_defaults); imports neither lm_eval nor phases. Also which
+tasks' answers repeat (`greedy_tasks`: greedy decoding or log-likelihood scoring), so `plan` prices them as such.
 """
 
 from __future__ import annotations
@@ -66,4 +67,57 @@ def group_sizes(tasks: Iterable[str], folders: Iterable[Path]) -> dict[str, tupl
         found = leaf_count(task, index)
         if found is not None:
             out[task] = (found[0], found[1].name)
+    return out
+
+
+SCORED_NOT_SAMPLED = ("multiple_choice", "loglikelihood", "loglikelihood_rolling")  # lm-eval's output types
+_TASK = re.compile(r"^task:\s*['\"]?([^'\"\s#]+)['\"]?\s*$", re.M)
+
+
+def _sampling(kwargs: object) -> bool | None:
+    """True where generation kwargs sample, False where they decode greedily, None where they do not say."""
+    if not isinstance(kwargs, dict):
+        return None
+    if kwargs.get("do_sample") is True or float(kwargs.get("temperature") or 0) > 0:
+        return True
+    if kwargs.get("do_sample") is False or kwargs.get("temperature") == 0:
+        return False
+    return None
+
+
+def greedy_tasks(tasks: Iterable[str], folders: Iterable[Path], matrix_kwargs: dict[str, dict]) -> dict[str, str]:
+    """{task: why} for the tasks whose answers are greedy: the matrix's gen_kwargs for the task (`matrix_kwargs`,
+    task_settings over quality) say so, or say nothing about sampling and the task's own YAML does (`do_sample:
+    false` or `temperature: 0` in its generation_kwargs). A greedy task's answers repeat, so `plan` needs no
+    consistency for it; so are tasks scored by log-likelihood, where nothing is sampled. One whose sampling nothing
+    states is not listed."""
+    wanted = set(tasks)
+    files: dict[str, Path] = {}
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*.yaml")):
+            try:
+                text = path.read_text(encoding="utf-8", errors="ignore")
+            except OSError:
+                continue
+            for name in _TASK.findall(text):
+                if name in wanted:
+                    files.setdefault(name, path)
+    out = {}
+    for task in tasks:
+        stated = _sampling(matrix_kwargs.get(task))
+        if stated is False:
+            out[task] = "greedy (the matrix's gen_kwargs)"
+        elif stated is None and task in files:
+            try:
+                data = yaml.safe_load(files[task].read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError):
+                continue
+            if not isinstance(data, dict):
+                continue
+            if data.get("output_type") in SCORED_NOT_SAMPLED:
+                out[task] = f"scored by log-likelihood ({files[task].name}: {data['output_type']}), nothing sampled"
+            elif _sampling(data.get("generation_kwargs")) is False:
+                out[task] = f"greedy ({files[task].name}'s generation_kwargs)"
     return out

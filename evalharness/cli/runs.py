@@ -109,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if matrix.quality is not None:
         try:  # the same plan `evalharness plan` prints, a group sized from its subtasks
             plan = _plan(matrix, len(cells), out_dir if (out_dir / "results.json").exists() else None,
-                         groups=_groups(matrix))
+                         groups=_groups(matrix), greedy=_greedy(matrix))
         except ValueError as exc:
             return fail(f"{args.matrix}: {exc}")
         print(plan_text(plan), end="")
@@ -222,26 +222,43 @@ def cmd_plan(args: argparse.Namespace) -> int:
         plan = _plan(matrix, len(cells), Path(args.from_run) if args.from_run else None, args.tok_s,
                      args.budget_hours, documents=_per_task(args.documents, int, "--documents"),
                      accuracy=_per_task(args.accuracy, float, "--accuracy"), consistency=args.consistency,
-                     answer_tokens=answer_tokens, startup_min=args.startup_min, groups=_groups(matrix))
+                     answer_tokens=answer_tokens, startup_min=args.startup_min, groups=_groups(matrix),
+                     greedy=_greedy(matrix))
     except (ResultsError, OSError, ValueError) as exc:
         return fail(str(exc))
     print(plan_text(plan), end="")
     return 0
 
 
-def _groups(matrix) -> dict:
-    """{task: (subtasks, file)} for the matrix's tasks that are lm-eval groups, from the task folders the quality
-    phase indexes (include_path or the shipped tasks, and lm-eval's own where include_defaults)."""
+def _task_folders(matrix) -> list[Path]:
+    """The task folders the quality phase indexes: include_path or the shipped tasks, and lm-eval's own where
+    include_defaults."""
     import importlib.util
 
-    from evalharness.analysis.plan_groups import group_sizes
     from evalharness.phases.quality import SHIPPED_TASKS
 
     folders = [Path(matrix.quality.include_path) if matrix.quality.include_path else SHIPPED_TASKS]
     spec = importlib.util.find_spec("lm_eval") if matrix.quality.include_defaults else None
     if spec is not None and spec.submodule_search_locations:
         folders.append(Path(list(spec.submodule_search_locations)[0]) / "tasks")
-    return group_sizes(matrix.quality.tasks, folders)
+    return folders
+
+
+def _greedy(matrix) -> dict:
+    """{task: why} for the matrix's tasks whose answers are greedy (analysis/plan_groups.py greedy_tasks)."""
+    from evalharness.analysis.plan_groups import greedy_tasks
+
+    quality = matrix.quality
+    kwargs = {task: quality.settings_for(task).get("gen_kwargs") or {} for task in quality.tasks}
+    return greedy_tasks(quality.tasks, _task_folders(matrix), kwargs)
+
+
+def _groups(matrix) -> dict:
+    """{task: (subtasks, file)} for the matrix's tasks that are lm-eval groups, from the task folders the quality
+    phase indexes."""
+    from evalharness.analysis.plan_groups import group_sizes
+
+    return group_sizes(matrix.quality.tasks, _task_folders(matrix))
 
 
 def cmd_report(args: argparse.Namespace) -> int:

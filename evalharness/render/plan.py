@@ -127,6 +127,9 @@ def exploration_table(sp: StagesPlan) -> str:
 def _needed(t: StageTask) -> str:
     if not t.documents:
         return "needs documents"
+    if t.deterministic:  # answers that repeat: only more documents narrow the claim
+        within = t.certifies is not None and t.certifies <= t.margin
+        return "repeats add nothing" + ("" if within else ": more documents")
     return "out of reach" if t.needed is None else f"{t.needed[0]} / {t.needed[1]}"
 
 

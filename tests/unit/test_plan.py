@@ -448,3 +448,30 @@ def test_the_plans_sweep_steps_are_the_matrix_layers_own():
     # the duration-bound scenario: its time is its duration, its requests unknown and left out of the totals
     assert priced[0].requests is None and priced[0].seconds == 5 and priced[0].name in \
         make_plan(matrix.model_dump(mode="json"), cells=3).throughput.unknown_requests
+
+
+def test_the_demos_plan_prices_its_greedy_tasks_as_the_answers_they_give(capsys, tmp_path):
+    """The demo's plan assumed every task samples (consistency 0.5) and said confirmation certified ±0.145, none of
+    its four tasks within ±0.1, while its run confirmed all four at 0.025-0.061: its tasks decode greedily (or are
+    scored by log-likelihood), so their answers repeat. The plan reads that from the task's own YAML, and a
+    matrix's gen_kwargs that sample overrule it."""
+    from pathlib import Path
+
+    from evalharness.analysis.plan_groups import greedy_tasks
+    from evalharness.cli import main
+    from evalharness.phases.quality import SHIPPED_TASKS
+
+    shipped = [Path(SHIPPED_TASKS)]
+    found = greedy_tasks(["eh_capitals", "eh_choice"], shipped, {})
+    assert "generation_kwargs" in found["eh_capitals"] and "log-likelihood" in found["eh_choice"]
+    assert greedy_tasks(["eh_capitals"], shipped, {"eh_capitals": {"do_sample": True, "temperature": 0.6}}) == {}
+    assert greedy_tasks(["eh_capitals"], [], {"eh_capitals": {"temperature": 0}}) == {
+        "eh_capitals": "greedy (the matrix's gen_kwargs)"}
+    (tmp_path / "t.yaml").write_text("task: silent\noutput_type: generate_until\ngeneration_kwargs: {until: [x]}\n")
+    assert greedy_tasks(["silent"], [tmp_path], {}) == {}  # nothing says how it decodes: not assumed greedy
+    assert main(["plan", "--matrix", "matrices/cpu-smollm2.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "within its own margin: eh_capitals, eh_arithmetic, eh_copy, eh_choice" in out
+    assert "| eh_capitals | ±0.1 | 96 | 1 / 1 | needs lengths | ±0.045 ✓ | repeats add nothing |" in out
+    # the story's tasks sample (its gen_kwargs): priced at the stated consistency as before
+    assert greedy_tasks(["gsm8k"], shipped, {"gsm8k": {"do_sample": True, "temperature": 0.6}}) == {}
