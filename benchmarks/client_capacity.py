@@ -50,8 +50,8 @@ processes = int(sys.argv[5]) if len(sys.argv) > 5 else 1
 client = LoadClient(url + "/v1", "null", ignore_eos=True)
 t0 = time.perf_counter(); r0 = resource.getrusage(resource.RUSAGE_SELF)
 if processes > 1:  # CPU of the shards while they measured (their start-up is not the client's per-event cost)
-    records, _, shard_cpu = run_sharded(LoadClient, client.settings, processes, requests=n, duration_s=None, concurrency=c,
-                                        request_rate=None, input_len=16, output_len=L, seed=0)
+    records, _, shard_cpu = run_sharded(LoadClient, client.settings, processes, requests=n, duration_s=None,
+                                        concurrency=c, request_rate=None, input_len=16, output_len=L, seed=0)
 else:
     _, records = run_loop(client.run(requests=n, duration_s=None, concurrency=c, request_rate=None, input_len=16,
                                      output_len=L, warmup=0))
@@ -88,7 +88,8 @@ span = max(o.start_time + o.latency for o in ok) - min(o.start_time for o in ok)
 itls = [g for o in ok for g in o.itl]
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 print(json.dumps({"tokens": tokens, "wall_s": wall, "cpu_s": cpu, "output_tok_s": tokens / span if span else 0,
-                  "itl_mean_s": sum(itls) / len(itls) if itls else None, "ok": len(ok), "sys_s": r1.ru_stime - r0.ru_stime}))
+                  "itl_mean_s": sum(itls) / len(itls) if itls else None, "ok": len(ok),
+                  "sys_s": r1.ru_stime - r0.ru_stime}))
 """
 
 DRIVER_SGLANG = """
@@ -222,7 +223,8 @@ def measure_bursty(clients: dict, args: argparse.Namespace, burst: int, server_c
     peers = {k: v for k, v in capacity.items() if k != "evalharness" and _ok(v)}
     if _ok(ours) and peers:
         best_name, best = max(peers.items(), key=lambda kv: kv[1]["tokens"] / kv[1]["cpu_s"])
-        print(f"bursty ratio vs {best_name}: per CPU-second {ours['tokens'] / ours['cpu_s'] / (best['tokens'] / best['cpu_s']):.2f}x "
+        print(f"bursty ratio vs {best_name}: per CPU-second "
+              f"{ours['tokens'] / ours['cpu_s'] / (best['tokens'] / best['cpu_s']):.2f}x "
               "(an upper bound: not the regime engines produce)")
     return capacity
 
@@ -281,7 +283,8 @@ def main() -> None:
                     continue
                 err = result["output_tok_s"] / truth["output_tok_s"] - 1
                 itl = result["itl_mean_s"]
-                print(f"k={k} {name:12s} output tok/s {result['output_tok_s']:7.1f} vs truth {truth['output_tok_s']:7.1f} "
+                print(f"k={k} {name:12s} output tok/s {result['output_tok_s']:7.1f} "
+                      f"vs truth {truth['output_tok_s']:7.1f} "
                       f"({err:+.2%}); ITL mean {itl * 1000 if itl else float('nan'):6.2f} ms")
         finally:
             server.terminate()

@@ -49,7 +49,8 @@ def _row(task: str, doc: int, right: bool, rng: random.Random, hostile: bool, tr
     reasoning = " ".join(rng.choice(["so", "then", "we", "add", "carry", "the", "tens", "units", "first"])
                          for _ in range(rng.randrange(20, 80)))
     answer = (f"Let me work it out. {HOSTILE if hostile else ''} Adding the numbers gives {said}. #### {said}"
-              if not truncated else f"Let me work it out step by step, first the units then {HOSTILE if hostile else 'the'}")
+              if not truncated
+              else f"Let me work it out step by step, first the units then {HOSTILE if hostile else 'the'}")
     return {"task": task, "doc_id": doc, "doc_hash": f"{task}-{doc}", "prompt_hash": f"p-{task}-{doc}",
             "prompt": f"{FEW_SHOT}Question: what is document {doc} of {task}?{HOSTILE if hostile else ''}\nAnswer:",
             "target": target, "response": said if not truncated else "[invalid]", "answer": answer,
@@ -101,8 +102,8 @@ def write_synthetic_run(folder: Path, cells: int = 24, tasks: int = 4, documents
         (folder / "cells" / cid / "probes.jsonl").write_text(json.dumps(
             {"id": "capital", "prompt": "What is the capital of France?", "output": "Paris."}) + "\n")
         results[cid] = CellResult(
-            id=cid, axes={"cell": cid}, settings_hash=f"h{index}", args={"--dtype": "bfloat16" if index % 2 else "float32",
-                                                                        "--note": HOSTILE if hostile else "x"},
+            id=cid, axes={"cell": cid}, settings_hash=f"h{index}",
+            args={"--dtype": "bfloat16" if index % 2 else "float32", "--note": HOSTILE if hostile else "x"},
             env={}, argv=["serve", "--dtype", "bfloat16" if index % 2 else "float32"],
             status="garbage" if garbage else "ok", phase="probes" if garbage else "done",
             reason=(HOSTILE if hostile else "garbage") if garbage else None, probes=probes,

@@ -2,9 +2,10 @@
 
 It does no inference: each request streams `max_tokens` tokens ("tok0 tok1 ..."; one word is one token, so a
 tokenizer-based fallback counts them right), `tokens_per_chunk` at a time, at `token_rate` tokens per second per
-request (0: as fast as it can, from bytes rendered once per request shape), with usage in the final chunk, and per chunk when the client asks for
-continuous_usage_stats (as vLLM does) unless `--no-continuous-usage`. GET /truth returns what it sent: tokens, first
-and last chunk times per request, on the server's monotonic clock; POST /truth/reset clears it.
+request (0: as fast as it can, from bytes rendered once per request shape), with usage in the final chunk, and per
+chunk when the client asks for continuous_usage_stats (as vLLM does) unless `--no-continuous-usage`. GET /truth
+returns what it sent: tokens, first and last chunk times per request, on the server's monotonic clock;
+POST /truth/reset clears it.
 
     python benchmarks/null_server.py --port 8100 --tokens-per-chunk 4 --token-rate 200
 

@@ -100,7 +100,8 @@ def confirmation_lines(args) -> int:
     from benchmarks.two_stage import SM120_TASKS
 
     failures = 0
-    print(f"sm120's confirmation, {args.trials} runs a line; size = the side's error / the level (+- one standard error)")
+    print(f"sm120's confirmation, {args.trials} runs a line; size = the side's error / the level "
+          "(+- one standard error)")
     print("| task: documents, repeats a side, margin | tries: level | side | error (none: equivalent) | "
           "error / level | ms a decision |")
     print("|---|---|---|---|---|---|")

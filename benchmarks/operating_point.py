@@ -287,8 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{'adaptive 2-5' if adaptive else 'fixed 5     '}  faster {t.share('faster')}  slower "
                       f"{t.share('slower')}  (goal: faster at most 5%)")
     t = saturation_stops(args.trials, args.seed)
-    print("\nWhere the sm120-like sweep (1, 4, 16, 32, 48, 64 streams; flat past 32) stops, the reference's 5 repeats a "
-          "step:")
+    print("\nWhere the sm120-like sweep (1, 4, 16, 32, 48, 64 streams; flat past 32) stops, the reference's 5 "
+          "repeats a step:")
     for key in ("before the knee (<= 32)", "at the first step past it (48)", "later (64, or never)"):
         print(f"  {key:<34} {t.share(key)}")
     print(f"\n{time.perf_counter() - start:.0f} s in all")

@@ -2,8 +2,8 @@
 one engine at the real matrices' sizes.
 
 The rule: per task, the ratio of the cell's mean output tokens per answer to the reference's, paired by document,
-with the ratio estimator's delta-method interval on the log scale (t on n - 1 df) at 90%; `within` ±10% when the interval lies inside
-[0.9, 1.1], `shorter` / `longer` when it lies wholly outside, else `undecided`. What matters:
+with the ratio estimator's delta-method interval on the log scale (t on n - 1 df) at 90%; `within` ±10% when the
+interval lies inside [0.9, 1.1], `shorter` / `longer` when it lies wholly outside, else `undecided`. What matters:
 - a false alarm: a cell whose answers are truly as long (ratio 1.0) named shorter or longer;
 - at the boundary (a true ratio of 0.9): named `shorter` at most alpha (5%), and called `within` at most alpha
   (the error that hides a cell that stops early);

@@ -83,7 +83,8 @@ def main() -> int:
         on_ray, ray_cells = timed_run(matrix, folder / "ray", cluster.env, "--ray", cluster.address)
     finally:
         cluster.stop()
-    print(f"two Ray nodes: {on_ray:.0f} s (+ {started:.0f} s to start the private cluster, not counted; {load()} after)")
+    print(f"two Ray nodes: {on_ray:.0f} s (+ {started:.0f} s to start the private cluster, not counted; "
+          f"{load()} after)")
     print(f"ratio sequential / Ray: {sequential / on_ray:.2f}x on {os.cpu_count()} cores shared by both nodes")
     print("per cell, seconds (sequential | Ray):")
     for cid in seq_cells:

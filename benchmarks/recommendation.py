@@ -29,9 +29,10 @@ and `demo` (the demo's four shipped tasks at their reference accuracies, 60 docu
 margin 0.1). Every verdict is the package's: `paired_evidence`, `equivalence.p_equivalent`, `recommend.equivalence_p`
 and `recommend.controlled_choice`. Runs are decided by a numpy replica of the first two whose pass-side p-values
 on the t path are the package's calibrated test itself (`PairedEvidence.calibrated_p` on each comparison: the
-bootstrap of t under the tilted null, the same resamples, about 2 ms a comparison, which is why the lines run fewer runs than before the
-calibration: 2,000 a recommendation line, 500 with the four tasks, 16,000 a task line); the first `--check` runs of
-every line are also decided by the package's own functions, and the script exits 1 if any disagree.
+bootstrap of t under the tilted null, the same resamples, about 2 ms a comparison, which is why the lines run fewer
+runs than before the calibration: 2,000 a recommendation line, 500 with the four tasks, 16,000 a task line); the
+first `--check` runs of every line are also decided by the package's own functions, and the script exits 1 if any
+disagree.
 
     .venv/bin/python benchmarks/recommendation.py [--regime sm120|demo|all] [--trials 2000] [--four-task-trials 500]
         [--task-trials 16000] [--seed 1] [--check 20]

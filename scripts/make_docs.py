@@ -131,7 +131,8 @@ def matrix_rows(model: type[BaseModel], path: str = "", seen: tuple = ()) -> lis
         described = info.description or NOTES.get(f"{model.__name__}.{name}") or " ".join(_doc(m) for m in nested)
         kind = "mapping of flag to value" if name == "args" else type_name(info.annotation)
         if nested and any(type(m).__name__ == "BeforeValidator" for m in info.metadata):
-            kind = kind.replace("section", "section or its shorthand", 1)  # `repeats: 3`, `operating_point: max_goodput`
+            # `repeats: 3`, `operating_point: max_goodput`
+            kind = kind.replace("section", "section or its shorthand", 1)
         limits = _constraints(info.metadata)
         rows.append((key, kind + (f" ({limits})" if limits else ""), _default(info), " ".join(described.split())))
         for child in nested:

@@ -293,7 +293,7 @@ def test_replica_agrees_on_the_score_test_path():
 
 def test_the_check_catches_a_wrong_replica(monkeypatch):
     """No Holm adjustment in the replica: at the least favourable null the package's decisions differ."""
-    monkeypatch.setattr(sd, "holm_adjusted", lambda p: p)
+    monkeypatch.setattr("benchmarks.sequential_simulation.holm_adjusted", lambda p: p)  # simulate()'s module
     tasks = sm120_tasks()
     mix = sd.Mix.of(CELLS, 0.0, 1.0, 0.0)
     res = sd.simulate(tasks, mix, margin=MARGIN, alpha=ALPHA, drop=MARGIN, broken_factor=0.3, trials=4, seed=2,
