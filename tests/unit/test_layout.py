@@ -116,3 +116,93 @@ def test_modules_are_small_and_say_what_they_own(path):
     assert len(text.splitlines()) <= MAX_LINES
     if path.name == "__init__.py" and path.parent != PACKAGE:
         assert ast.get_docstring(ast.parse(text)), "a subpackage's docstring says what it owns and must not import"
+
+
+# ---------------------------------------------------------------- sizes, widths and engine names (issue 59, 4)
+
+ROOT = PACKAGE.parent
+SIZED = ("evalharness", "benchmarks", "scripts")  # the folders the size and width rules cover
+MAX_WIDTH = 120
+ENGINES_FOLDER = PACKAGE / "serving" / "engines"
+# where an engine's name is still written outside its module, and why (what would move it):
+# - matrix/schema.py and matrix/load.py: the matrix validates `engine:` against the names and the external
+#   endpoint's own keys (base_url); the matrix is the leaf the engine modules import, so it cannot ask them;
+# - analysis/engines.py and render/drift.py: tables that read a recorded cell's settings and seed behaviour by its
+#   engine's name; analysis and render read records only, so the engine would have to write them into the record.
+ENGINE_NAMES_LEFT = {"matrix/schema.py", "matrix/load.py", "analysis/engines.py", "render/drift.py"}
+
+
+def sized_files() -> list[Path]:
+    return sorted(path for folder in SIZED for path in (ROOT / folder).rglob("*.py"))
+
+
+def size_violations(files: dict[str, str]) -> list[str]:
+    """Files over MAX_LINES lines and lines over MAX_WIDTH characters, from {path: text}."""
+    out = []
+    for name, text in sorted(files.items()):
+        lines = text.splitlines()
+        if len(lines) > MAX_LINES:
+            out.append(f"{name}: {len(lines)} lines (at most {MAX_LINES})")
+        out += [f"{name}:{number}: {len(line)} characters (at most {MAX_WIDTH})"
+                for number, line in enumerate(lines, 1) if len(line) > MAX_WIDTH]
+    return out
+
+
+def engine_name_violations(files: dict[str, str], names: set[str]) -> list[str]:
+    """A string constant that is an engine's name, in a package module outside serving/engines/ and not in
+    ENGINE_NAMES_LEFT: the code branches on a name where it should ask the engine (serving/engines/_common.py)."""
+    out = []
+    for name, text in sorted(files.items()):
+        if name.startswith("serving/engines/") or name in ENGINE_NAMES_LEFT:
+            continue
+        out += [f"{name}:{node.lineno}: {node.value!r}" for node in ast.walk(ast.parse(text))
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
+    return out
+
+
+def _package_texts() -> dict[str, str]:
+    return {str(p.relative_to(PACKAGE)): p.read_text(encoding="utf-8") for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _engine_names() -> set[str]:
+    from evalharness.serving.engines import ENGINES
+
+    return set(ENGINES)
+
+
+def test_modules_and_lines_are_small_in_the_package_benchmarks_and_scripts():
+    texts = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in sized_files()}
+    assert size_violations(texts) == []
+
+
+def test_the_size_check_catches_a_long_module_and_a_wide_line():
+    planted = {"benchmarks/big.py": "x = 1\n" * (MAX_LINES + 1), "scripts/wide.py": "y = '" + "a" * MAX_WIDTH + "'\n"}
+    assert size_violations(planted) == [f"benchmarks/big.py: {MAX_LINES + 1} lines (at most {MAX_LINES})",
+                                        f"scripts/wide.py:1: {MAX_WIDTH + 6} characters (at most {MAX_WIDTH})"]
+
+
+def test_no_engine_is_named_outside_its_module():
+    assert engine_name_violations(_package_texts(), _engine_names()) == []
+
+
+def test_the_engine_name_check_catches_a_runner_branching_on_a_name():
+    texts = _package_texts()
+    texts["runner/cell.py"] += '\n\nif engine.name == "external":\n    pass\n'
+    lines = len(texts["runner/cell.py"].splitlines())
+    assert engine_name_violations(texts, _engine_names()) == [f"runner/cell.py:{lines - 1}: 'external'"]
+    # and a table keyed by engine in a render module not on the list
+    texts = _package_texts()
+    texts["render/markdown.py"] += '\nNOTES = {"vllm": "", "sglang": ""}\n'
+    assert len(engine_name_violations(texts, _engine_names())) == 2
+
+
+def test_every_engine_answers_what_the_runner_and_validate_ask():
+    """A new engine is one module under serving/engines/: it must answer every capability the package asks."""
+    from evalharness.serving.engines import ENGINES
+
+    asked = ("label", "launches", "checks_install", "log_rules", "terminate", "load_request_extras", "logprob_path",
+             "launch_plan", "resolved_config", "server_facts", "before_load", "after_load", "scenario_log_summary",
+             "calls_flag_notes", "check_cells", "log_markers")
+    for name, engine in ENGINES.items():
+        assert engine.name == name and all(hasattr(engine, what) for what in asked), name
+    assert {name for name, engine in ENGINES.items() if not engine.launches} == {"external"}
