@@ -239,6 +239,7 @@ class _FinishedRequestsEngine:
     null server's own count of the requests it finished, read before and after a scenario."""
 
     name = "null"
+    launches = True  # the null server is a process of its own, watched like a launched engine
     load_request_extras: dict = {}
 
     @staticmethod
