@@ -19,8 +19,8 @@ import yaml
 _GROUP = re.compile(r"^group:\s*['\"]?([^'\"\s#]+)['\"]?\s*$", re.M)
 
 
-def group_index(folders: Iterable[Path]) -> dict[str, Path]:
-    """{group name: the first YAML file that declares it} over the folders, in their order (one pass)."""
+def yaml_index(folders: Iterable[Path], declares: re.Pattern[str]) -> dict[str, Path]:
+    """{name: the first YAML file whose line `declares` it} over the folders, in their order (one pass)."""
     index: dict[str, Path] = {}
     for folder in folders:
         if not folder.is_dir():
@@ -30,9 +30,14 @@ def group_index(folders: Iterable[Path]) -> dict[str, Path]:
                 text = path.read_text(encoding="utf-8", errors="ignore")
             except OSError:
                 continue
-            for name in _GROUP.findall(text):
+            for name in declares.findall(text):
                 index.setdefault(name, path)
     return index
+
+
+def group_index(folders: Iterable[Path]) -> dict[str, Path]:
+    """{group name: the first YAML file that declares it}."""
+    return yaml_index(folders, _GROUP)
 
 
 def _entries(path: Path) -> list | None:
@@ -91,19 +96,7 @@ def greedy_tasks(tasks: Iterable[str], folders: Iterable[Path], matrix_kwargs: d
     false` or `temperature: 0` in its generation_kwargs). A greedy task's answers repeat, so `plan` needs no
     consistency for it; so are tasks scored by log-likelihood, where nothing is sampled. One whose sampling nothing
     states is not listed."""
-    wanted = set(tasks)
-    files: dict[str, Path] = {}
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.rglob("*.yaml")):
-            try:
-                text = path.read_text(encoding="utf-8", errors="ignore")
-            except OSError:
-                continue
-            for name in _TASK.findall(text):
-                if name in wanted:
-                    files.setdefault(name, path)
+    files = yaml_index(folders, _TASK)
     out = {}
     for task in tasks:
         stated = _sampling(matrix_kwargs.get(task))
