@@ -8,4 +8,4 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}  # the interpre
 "$PYTHON" scripts/sglang_expected.py before
 scripts/setup.sh
 "$PYTHON" scripts/sglang_expected.py after
-exec .venv/bin/python -m pytest --durations=15 "$@"
+exec .venv/bin/python -m pytest --durations=40 "$@"

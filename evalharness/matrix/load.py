@@ -43,7 +43,7 @@ def _tokenizer_problem(matrix: Matrix) -> str | None:
     tokenizer named in the flags (--tokenizer-path, --tokenizer) is read where the engine reports it."""
     quality = matrix.quality
     if quality is None or not quality.uses_api("completions") or quality.tokenizer != "local" \
-            or matrix.engine == "external":
+            or matrix.base_url:  # an endpoint that is already up (only it takes one): its model folder is not here
         return None
     flags = [matrix.args, *(value.args for values in matrix.axes.values() for value in values.values() if value)]
     if any(name in args for args in flags for name in ("--tokenizer-path", "--tokenizer")):

@@ -125,11 +125,11 @@ SIZED = ("evalharness", "benchmarks", "scripts")  # the folders the size and wid
 MAX_WIDTH = 120
 ENGINES_FOLDER = PACKAGE / "serving" / "engines"
 # where an engine's name is still written outside its module, and why (what would move it):
-# - matrix/schema.py and matrix/load.py: the matrix validates `engine:` against the names and the external
-#   endpoint's own keys (base_url); the matrix is the leaf the engine modules import, so it cannot ask them;
+# - matrix/schema.py: the matrix validates `engine:` against the names and the external endpoint's own keys
+#   (base_url); the matrix is the leaf the engine modules import, so it cannot ask them;
 # - analysis/engines.py and render/drift.py: tables that read a recorded cell's settings and seed behaviour by its
 #   engine's name; analysis and render read records only, so the engine would have to write them into the record.
-ENGINE_NAMES_LEFT = {"matrix/schema.py", "matrix/load.py", "analysis/engines.py", "render/drift.py"}
+ENGINE_NAMES_LEFT = {"matrix/schema.py", "analysis/engines.py", "render/drift.py"}
 
 
 def sized_files() -> list[Path]:
