@@ -18,6 +18,7 @@ from evalharness.analysis.operating import crossover, step_verdicts
 from evalharness.analysis.pareto import chosen_point, pareto, vs_reference
 from evalharness.analysis.recommend import recommend
 from evalharness.analysis.speed import SpeedVerdict
+from evalharness.measures.comparisons import flagged
 from evalharness.records.decision import Decision, Held, Recommendation, SpeedWords
 from evalharness.records.provenance import kinds
 from evalharness.records.run import RunResult
@@ -115,6 +116,8 @@ def qualifiers(run: RunResult, decision: Decision) -> list[str]:
             if check.outside:
                 out.append(f"{cid}: output tokens per answer {check.ratio:.2f}x the reference's on {check.task}, "
                            f"outside ±{check.tolerance:.0%}")
+        for spec, change in flagged(cell.drift.measures if cell is not None and cell.drift is not None else None):
+            out.append(f"{cid}: {spec.title}: {change.summary()}")
     if decision.gate is not None and decision.gate.warning:
         out.append(f"gate: {decision.gate.warning}")
     return out

@@ -26,6 +26,7 @@ from evalharness.analysis.confirmation import refresh_confirmation
 from evalharness.analysis.decision import decide as decide_shipping
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
 from evalharness.analysis.batching import batch_change
+from evalharness.measures.comparisons import changes as measure_changes
 from evalharness.analysis.numerics import compare_distributions
 from evalharness.analysis.outputlength import DOCUMENT_FIELDS, length_ratio, scenario_lengths, tolerance_of
 from evalharness.analysis.secondary import CALLS_FIELDS, ENDING_FIELDS, per_document, secondary_changes
@@ -150,6 +151,7 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
     drift.lengths += scenario_lengths(reference.throughput, cell.throughput, tolerance)
     if reference.batching is not None and cell.batching is not None:
         drift.batching = batch_change(reference.batching, cell.batching, _alpha(gate))
+    drift.measures = measure_changes(reference.measures, cell.measures, _alpha(gate))
     ref_probes = load_probe_outputs(ref_dir / "cells" / reference.id / "probes.jsonl")
     cell_probes = load_probe_outputs(cell_dir / "cells" / cell.id / "probes.jsonl")
     if ref_probes and cell_probes:

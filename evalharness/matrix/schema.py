@@ -14,6 +14,7 @@ from evalharness.matrix.base import NAME_PATTERN, TASK_PATTERN, _Strict, unknown
 from evalharness.matrix.confirm import ConfirmSection
 from evalharness.matrix.fidelity import BatchingSection, LengthSection
 from evalharness.matrix.quality import QualitySection, TaskSettings
+from evalharness.measures.specs import MeasureSections
 from evalharness.matrix.throughput import (  # noqa: F401  (re-exported)
     OperatingPointSpec, RepeatRange, Scenario, SloMetric, SloTarget, SweepSection, ThroughputSection, _operating_point)
 
@@ -174,7 +175,7 @@ AxisName = Annotated[str, Field(pattern=NAME_PATTERN)]
 ValueName = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
-class Matrix(_Strict):
+class Matrix(MeasureSections):  # every measure's section (measures/specs.py), with the config of _Strict
     """A matrix file, validated. Relative paths in `model` and `command[0]` are resolved by `load_matrix`."""
 
     name: str = Field(min_length=1)

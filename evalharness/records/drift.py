@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 
@@ -164,6 +166,7 @@ class CellDrift(BaseModel):
     # looping, empty behind reasoning; the same rule
     endings: list[SecondaryChange] = []
     batching: BatchChange | None = None  # greedy answers changed by batching, against the reference's own rate
+    measures: dict[str, dict[str, Any]] = {}  # each measure's change by its key (evalharness/measures/comparisons.py)
     lengths: list[OutputLength] = []  # output tokens per answer against the reference's, per task and scenario
 
 

@@ -87,6 +87,8 @@ class CellResult(BaseModel):
                                                 "(phases/distribution.py)")
     batching: BatchDependence | None = Field(None, description="greedy answers alone and in a full batch "
                                              "(phases/batching.py); None when the phase is off")
+    measures: dict[str, dict[str, Any]] = Field(default_factory=dict, description="each measure's record by its key "
+                                                "(evalharness/measures/specs.py reads one back as its model)")
     requests: dict[str, RequestTally] = Field(default_factory=dict, description="per phase: requests, failures "
                                               "after retries, retries, error kinds (throughput: per scenario)")
     drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from evalharness.records.run import RunResult
 from evalharness.render.drift import interval_text
-from evalharness.render.markdown import markdown_table, md_text
+from evalharness.render.markdown import bold_verdict, markdown_table, md_text
 
 CHANGED_HEADER = ["cell", "answers changed by batching", "first difference (chars, mean)", "verdict"]
 
@@ -68,13 +68,6 @@ def _cell(run: RunResult, cid: str) -> str:
     return f"`{md_text(cid)}`" + (" (reference)" if cid == run.reference else "")
 
 
-def _bold(text: str) -> str:
-    """A verdict that calls the cell out, its first word bold: '**flagged** (p 0.02)'."""
-    word, _, rest = text.partition(" ")
-    return (f"**{md_text(word)}**" + (f" {md_text(rest)}" if rest else "") if word in ("flagged", "worse")
-            else md_text(text))
-
-
 def batching_section(run: RunResult) -> list[str]:
     tables = batching_tables(run)
     if tables is None:
@@ -82,6 +75,7 @@ def batching_section(run: RunResult) -> list[str]:
     out = ["## Batch dependence", ""]
     for table in (tables["changed"], tables["load"]):
         if table is not None:
-            rows = [[_cell(run, row[0]), *(md_text(c) for c in row[1:-1]), _bold(row[-1])] for row in table["rows"]]
+            rows = [[_cell(run, row[0]), *(md_text(c) for c in row[1:-1]), bold_verdict(row[-1])]
+                    for row in table["rows"]]
             out += [table["note"], "", markdown_table(table["header"], rows), ""]
     return out

@@ -1,7 +1,7 @@
 """What report.html shows, as plain JSON-able data: the recommendation, the Pareto points with their intervals, each
-cell's load sweep as a throughput-interactivity curve, the cells table, per cell and task the documents paired with
-the reference's (flips, truncated, empty and stop-cut answers, the scorer's extracted answer), the garbage probes with
-where each detector's evidence sits in the text, and the settings that differ between every two cells.
+cell's load sweep as a curve, the cells table, per cell and task the documents paired with the reference's (flips,
+truncated, empty and stop-cut answers, the extracted answer), the garbage probes with where each detector's evidence
+sits, every measure's tables, and the settings that differ between every two cells.
 
 Built from the saved run folder only (results.json and the per-cell files, read through records and analysis), so an
 old run renders without an engine. Pure apart from reading that folder; must not import phases, serving, the runner
@@ -25,6 +25,7 @@ from evalharness.records.measures import ProbeOutput, TaskScore
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.calls import HEADER as CALLS_HEADER, NOTE as CALLS_NOTE, calls_tables
 from evalharness.render.batching import batching_tables
+from evalharness.measures.reports import measure_data
 from evalharness.render.length import length_table
 from evalharness.render.drift import interval_text, verdict_text
 from evalharness.render.nodes import measured_on
@@ -314,11 +315,8 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
     strings = _Strings()
     tasks, notes = _task_documents(run, run_dir, strings)
-    task_names = []
-    for cid in run.cell_order:
-        for t in run.cells[cid].quality if cid in run.cells else []:
-            if t.task not in task_names:
-                task_names.append(t.task)
+    task_names = list(dict.fromkeys(t.task for cid in run.cell_order if cid in run.cells
+                                    for t in run.cells[cid].quality))
     meta = run.meta
     state = "complete" if run.complete else ("interrupted" if run.interrupted else "in progress")
     pick = run.decision.pick if run.decision is not None else None  # the saved decision's (analysis/decision.py)
@@ -341,6 +339,7 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
         "calls": {"header": CALLS_HEADER, "note": CALLS_NOTE, "tables": calls_tables(run)},
         "length": length_table(run),
         "batching": batching_tables(run),
+        "measures": measure_data(run),
         "strings": strings.values,
         "probes": _probes(run, run_dir),
         "cells": [c for c in run.cell_order if c in run.cells],

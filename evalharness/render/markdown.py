@@ -37,3 +37,10 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     """A pipe table of cells already made safe (md_text, or our own formatting). Rows stay unpadded, so a row reads
     the same whatever else is in its column; tabulate must not parse numbers (it would reformat '1.10' as 1.1)."""
     return tabulate(rows, headers=header, tablefmt="pipe", stralign=None, numalign=None, disable_numparse=True)
+
+
+def bold_verdict(text: str) -> str:
+    """A verdict that calls the cell out, its first word bold: '**flagged** (p 0.02)'; any other verdict escaped."""
+    word, _, rest = text.partition(" ")
+    return (f"**{md_text(word)}**" + (f" {md_text(rest)}" if rest else "") if word in ("flagged", "worse")
+            else md_text(text))

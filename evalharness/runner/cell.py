@@ -14,8 +14,10 @@ from urllib.parse import urlsplit
 import httpx
 
 from evalharness.matrix.schema import Cell, Matrix
+from evalharness.measures.phases import PHASES
 from evalharness.phases import batching, distribution
 from evalharness.phases.retries import ServerDied
+from evalharness.phases.served import Served
 from evalharness.records.run import CellResult
 from evalharness.runner.cellfolders import mark
 from evalharness.runner.cellphases import judge_requests, probe_phase, quality_phase, throughput_phase
@@ -121,6 +123,17 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         if not alive():
             raise ServerDied("the server exited during the batch-dependence phase")
         judge_requests(matrix, state, "batching", tally, alive)
+    for spec, run_phase in PHASES:  # every measure's phase (evalharness/measures/phases.py), written once
+        section = getattr(matrix, spec.key)
+        if not section.enabled:
+            continue
+        state.enter(spec.key, progress)
+        state.phase = spec.key
+        record, tally = run_phase(served(plan, matrix, engine, state.cell_dir), section)
+        state.measures[spec.key] = record.model_dump(mode="json")
+        if not alive():
+            raise ServerDied(f"the server exited during the {spec.title} check")
+        judge_requests(matrix, state, spec.key, tally, alive)
     # throughput first: a cell not faster than the reference beyond the noise is screened out of most of the
     # quality phase, the costly one (analysis/sequential.py)
     if matrix.throughput is not None:
@@ -130,6 +143,14 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     if state.status == "ok":
         state.phase = "done"  # an error keeps the phase it happened in
     return server
+
+
+def served(plan, matrix: Matrix, engine: Engine, cell_dir: Path) -> Served:
+    """What a measure's phase is given of the served cell (phases/served.py)."""
+    return Served(base_url=plan.base_url, root_url=plan.root_url, model=plan.served_model_name,
+                  timeout_s=matrix.timeouts.request_s, retries=matrix.requests.retries,
+                  hung_after=matrix.requests.hung_after, cell_dir=cell_dir, engine_label=engine.label,
+                  cache_flush_path=engine.cache_flush_path)
 
 
 PORT_RELAUNCHES = 2  # launches a cell may lose to another process taking its port, each relaunched on a new one

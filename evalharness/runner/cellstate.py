@@ -57,6 +57,7 @@ class CellRun:
         self.throughput: list[ScenarioResult] = []
         self.distribution: dict[str, Any] | None = None
         self.batching: BatchDependence | None = None
+        self.measures: dict[str, dict[str, Any]] = {}  # each measure's record by its key (evalharness/measures/)
         self.requests: dict[str, RequestTally] = {}
         self.started_at = now_iso()
         self.begin = time.monotonic()
@@ -94,6 +95,7 @@ class CellRun:
             throughput=self.throughput,
             distribution=self.distribution,
             batching=self.batching,
+            measures=self.measures,
             requests=self.requests,
             log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,
             teardown=self.teardown,

@@ -17,6 +17,7 @@ from evalharness.analysis.confirmation import explored_candidates, operating_ste
 from evalharness.analysis.decision import decide
 from evalharness.analysis.equivalence import DEFAULT_ALPHA
 from evalharness.matrix.schema import Cell, Matrix
+from evalharness.measures.specs import SPECS
 from evalharness.records.confirm import launch_id
 from evalharness.records.run import CellResult, ConfirmationRecord, ConfirmTry, RunResult
 from evalharness.runner.cell import run_cell
@@ -63,12 +64,12 @@ def launch_matrix(matrix: Matrix, scenario: str | None, tasks: list[str], role: 
     repeats and the confirmed tasks at the side's share of answers a document (launch_share) on seeds of its own and
     on documents exploration did not answer (`confirm.documents`, past exploration's in the seeded order; a side
     answering each document once takes its slice of them, document_slice); no
-    probes, numerics check, batching or length phases (exploration measured them), no second stage."""
+    probes, numerics check, batching, length or measures' phases (exploration measured them), no second stage."""
     confirm = matrix.confirm
     assert confirm is not None
     data = matrix.model_dump(mode="json")
     data["confirm"] = None
-    for section in ("probes", "distribution", "batching", "length"):
+    for section in ("probes", "distribution", "batching", "length", *(spec.key for spec in SPECS)):
         data[section]["enabled"] = False
     data["report"].update(operating_point=None, throughput_scenario=None)
     steps = {s.name: s for s in matrix.throughput.all_scenarios()} if matrix.throughput else {}

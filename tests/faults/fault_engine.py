@@ -19,7 +19,10 @@ start their own engine behind the proxy, a cell whose settings are the running e
 
 EH_FAULTS = {"seed": 1, "rules": [RULE, ...]}; each request takes the first rule that matches and fires:
     match:  path (exact), body (each key equal, null = absent), has (keys present), skip (let the first N matching
-            requests through), times (fire at most N times), probability (fire at random, seeded)
+            requests through), times (fire at most N times), probability (fire at random, seeded), warm (true: only
+            a chat request whose last message begins with the same PREFIX_CHARS characters as one the proxy passed
+            since the last POST to a cache-flush path, /reset_prefix_cache or /flush_cache: a request that would
+            hit the engine's prefix cache; an engine whose cached path is broken, measures/prefix_cache/)
     action: status (answer `code`), reset (close the connection with no answer), stall (wait `seconds` before the
             first byte), stall_mid (forward `after_bytes`, then hang), cut (forward `after_bytes`, then close),
             alter (replace the text of every choice with `text`), think (give every chat answer the reasoning shape
@@ -49,6 +52,8 @@ import sys
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
+FLUSH_PATHS = ("/reset_prefix_cache", "/flush_cache")  # vLLM's and SGLang's (serving/engines)
+PREFIX_CHARS = 400  # longer than a prompt's own words, shorter than the shared prefixes of measures/prefix_cache
 HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "content-encoding"}
 
 
@@ -77,9 +82,11 @@ class Rule:
         self.seen = 0
         self.fired = 0
 
-    def fires(self, path: str, body: dict | None) -> bool:
+    def fires(self, path: str, body: dict | None, warm: bool = False) -> bool:
         m = self.match
         if "path" in m and m["path"] != path:
+            return False
+        if "warm" in m and m["warm"] != warm:
             return False
         for key, value in (m.get("body") or {}).items():
             if (body or {}).get(key) != value:
@@ -103,9 +110,24 @@ class FaultProxy:
         self.rules = rules
         self.engine = engine
         self.session: ClientSession | None = None
+        self.cached: set[str] = set()  # the prefixes the engine's cache holds since the last flush (rule `warm`)
 
     def log(self, message: str) -> None:
         print(f"[fault] {message}", flush=True)
+
+    def cache_state(self, method: str, path: str, body: object) -> bool:
+        """Whether a request would hit the engine's prefix cache (its last message's first PREFIX_CHARS characters
+        seen since the last flush), remembering it; a POST to a flush path empties what is remembered."""
+        if method == "POST" and path in FLUSH_PATHS:
+            self.cached.clear()
+            return False
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+            return False
+        key = str(messages[-1].get("content"))[:PREFIX_CHARS]
+        warm = key in self.cached
+        self.cached.add(key)
+        return warm
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if request.path == "/faults":
@@ -118,7 +140,9 @@ class FaultProxy:
         if os.environ.get("EH_REQUEST_LOG"):
             with open(os.environ["EH_REQUEST_LOG"], "a") as handle:
                 handle.write(f"{request.method} {request.path} {hashlib.sha256(raw).hexdigest()}\n")
-        rule = next((r for r in self.rules if r.fires(request.path, body if isinstance(body, dict) else None)), None)
+        warm = self.cache_state(request.method, request.path, body)
+        rule = next((r for r in self.rules if r.fires(request.path, body if isinstance(body, dict) else None, warm)),
+                    None)
         action = rule.action if rule else None
         if action:
             self.log(f"{action} on {request.method} {request.path} (rule {self.rules.index(rule)}, "

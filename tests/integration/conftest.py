@@ -162,6 +162,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# the shared engine serves vLLM's dev endpoints, /reset_prefix_cache among them, as the harness launches vLLM for a
+# matrix whose prefix-cache check is on (serving/engines/vllm.py): a cell it serves can have its cache emptied
+SHARED_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
+
+
 @dataclass(frozen=True)
 class SharedEngine:
     """The real engine, float32 with BASE_ARGS, started once per session for tests that only send it requests."""
@@ -181,7 +186,7 @@ def shared_engine(engine, tmp_path_factory) -> SharedEngine:
     log = folder / "server.log"
     with open(log, "wb") as sink:
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, **BASE_ENV, "VLLM_NO_USAGE_STATS": "1"})
+                                env={**os.environ, **BASE_ENV, "VLLM_NO_USAGE_STATS": "1", **SHARED_ENV})
     _SESSION_ENGINES.append(proc.pid)
     root = f"http://127.0.0.1:{port}"
     try:

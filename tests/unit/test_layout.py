@@ -13,16 +13,27 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "evalharness"
 
+MEASURE_ROLES = ("measures.spec", "measures.phase", "measures.compare", "measures.report")
+# a measure module's role, by its file: the folder's own module or the registry that lists every measure's
+ROLE_OF = {"spec": "measures.spec", "specs": "measures.spec", "phase": "measures.phase", "phases": "measures.phase",
+           "compare": "measures.compare", "comparisons": "measures.compare", "report": "measures.report",
+           "reports": "measures.report"}
 # the layers each layer may import (itself included); "" is the package root (evalharness/__init__.py: __version__)
 ALLOWED = {
     "records": {"", "records"},
-    "matrix": {"", "matrix"},
+    "matrix": {"", "matrix", "measures.spec"},
     "serving": {"", "serving", "matrix", "records"},
     "phases": {"", "phases", "records"},
-    "analysis": {"", "analysis", "records", "matrix"},
-    "render": {"", "render", "analysis", "records"},
-    "runner": {"", "runner", "phases", "serving", "analysis", "render", "records", "matrix"},
-    "cli": {"", "cli", "runner", "phases", "serving", "analysis", "render", "records", "matrix"},
+    "analysis": {"", "analysis", "records", "matrix", "measures.spec", "measures.compare"},
+    "render": {"", "render", "analysis", "records", "measures.spec", "measures.report"},
+    "runner": {"", "runner", "phases", "serving", "analysis", "render", "records", "matrix", "measures.phase",
+               "measures.spec"},
+    "cli": {"", "cli", "runner", "phases", "serving", "analysis", "render", "records", "matrix", *MEASURE_ROLES},
+    # a measure's folder (evalharness/measures/<key>/, issue 59): each role as the layer it plays, its spec a leaf
+    "measures.spec": {"", "measures.spec"},
+    "measures.phase": {"", "measures.phase", "measures.spec", "phases", "records"},
+    "measures.compare": {"", "measures.compare", "measures.spec", "analysis", "records"},
+    "measures.report": {"", "measures.report", "measures.spec", "render", "records"},
     "__main__": {"", "cli"},
     "": {""},
 }
@@ -36,6 +47,8 @@ def _module_name(path: Path) -> str:
 
 def _layer(module: str) -> str:
     parts = module.split(".")
+    if len(parts) > 1 and parts[1] == "measures":  # a measure's module plays the layer of its role
+        return ROLE_OF.get(parts[-1], "measures.spec")  # a folder's __init__: its docstring only
     return parts[1] if len(parts) > 1 else ""
 
 
@@ -97,6 +110,31 @@ def cycles(modules: dict[str, set[str]]) -> list[list[str]]:
 
 def test_imports_run_one_way():
     assert direction_violations(graph()) == []
+
+
+def measure_violations(modules: dict[str, set[str]]) -> list[str]:
+    """A measure's folder imports no other measure's folder (the registries, measures/<role>s.py, list them all)."""
+    out = []
+    for module, imported in sorted(modules.items()):
+        parts = module.split(".")
+        if len(parts) < 4 or parts[1] != "measures":
+            continue
+        out += [f"{module} imports {name} (a measure imports no other measure)" for name in sorted(imported)
+                if name.split(".")[1:2] == ["measures"] and len(name.split(".")) > 3 and name.split(".")[2] != parts[2]]
+    return out
+
+
+def test_a_measure_imports_no_other_measure():
+    assert measure_violations(graph()) == []
+
+
+def test_the_measure_check_catches_one_measure_reading_another():
+    planted = {"evalharness.measures.prefix_cache.compare": {"evalharness.measures.other.spec"}}
+    assert measure_violations(planted) == ["evalharness.measures.prefix_cache.compare imports "
+                                           "evalharness.measures.other.spec (a measure imports no other measure)"]
+    assert direction_violations({"evalharness.measures.prefix_cache.spec": {"evalharness.phases.retries"}}) == [
+        "evalharness.measures.prefix_cache.spec imports evalharness.phases.retries (measures.spec may import only "
+        "['', 'measures.spec'])"]
 
 
 def test_the_check_catches_a_record_importing_a_phase():

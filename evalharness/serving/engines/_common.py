@@ -46,6 +46,8 @@ class Engine(Protocol):
     # how the numerics check asks for log-probabilities by token id (phases/distribution.py): "completions"
     # (/v1/completions with ids and return_tokens_as_token_ids) or "generate" (SGLang's native /generate)
     logprob_path: str
+    # the engine's endpoint that empties its prefix cache (POST; measures/prefix_cache/), None where it has none
+    cache_flush_path: str | None
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         """The argv, environment and URLs for one cell on one port (pure)."""

@@ -23,6 +23,7 @@ class ExternalEngine:
     terminate = "group"  # never used: nothing is launched
     load_request_extras: dict = {}
     logprob_path = "completions"  # an OpenAI-compatible server; one that gives no ids is reported unavailable
+    cache_flush_path = None  # an endpoint of unknown make: prefix_cache.flush_path names one
 
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         base = (matrix.base_url or "").rstrip("/")

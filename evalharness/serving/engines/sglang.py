@@ -78,6 +78,7 @@ class SglangEngine:
     load_request_extras = {"return_spec_tokens_details": True}
     # its /v1/completions echo gives text tokens and text_offset -1 (srt/entrypoints/openai/utils.py); /generate ids
     logprob_path = "generate"
+    cache_flush_path = "/flush_cache"  # srt/entrypoints/http_server.py, GET or POST, 400 while requests run
 
     def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
         # 0.5.23 returns calls as text without a tool parser (srt/entrypoints/openai/serving_chat.py) and answers

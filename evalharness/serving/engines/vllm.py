@@ -67,6 +67,7 @@ class VllmEngine:
     terminate = "group"  # every vLLM process handles SIGTERM (the real-engine tests tear its tree down this way)
     load_request_extras: dict = {}
     logprob_path = "completions"  # ids in, "token_id:N" out (return_tokens_as_token_ids), checked on 0.32.0
+    cache_flush_path = "/reset_prefix_cache"  # served with VLLM_SERVER_DEV_MODE=1 (launch_plan sets it when asked)
 
     def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
         # vLLM 0.32.0 refuses tool_choice "auto" without both flags (entrypoints/openai/chat_completion/serving.py)
@@ -85,6 +86,8 @@ class VllmEngine:
     def launch_plan(self, matrix: Matrix, cell: Cell, port: int, work_dir: str) -> LaunchPlan:
         # Keep vLLM's compile caches inside the run folder unless the matrix says otherwise, and never phone home.
         env = {"VLLM_CACHE_ROOT": f"{work_dir}/.vllm-cache", "VLLM_NO_USAGE_STATS": "1", **cell.env}
+        if matrix.prefix_cache.enabled:  # /reset_prefix_cache is one of vLLM's dev endpoints (entrypoints/serve/dev)
+            env = {"VLLM_SERVER_DEV_MODE": "1", **env}
         return server_plan(matrix, cell, port, default_command=DEFAULT_COMMAND, model_flag="--model", env=env,
                            health_path="/health")
 

@@ -1,0 +1,16 @@
+"""One folder per measurement (issue 59): what a measure is and where each of its parts lives.
+
+A measure is a folder, `measures/<key>/`, that owns one kind of evidence about a served cell end to end:
+- `spec.py`: its matrix section (`<key>:` in a matrix, off unless enabled), the record one cell's run writes, and the
+  change a cell shows against the reference: pydantic only, so the matrix and the records may read them;
+- `phase.py`: how it runs against a served cell (the phases' HTTP client and retries), returning its record and the
+  requests' tally;
+- `compare.py`: the cell's record against the reference's, by the package's shared decision rules (called, never
+  copied), returning the change the decision reads;
+- `report.py`: the rows it adds to report.md and report.html.
+
+The package's layers reach measures through one registry per role, each listing every measure: specs.py (the
+matrix's sections, the records), phases.py (the runner's loop), comparisons.py (the drift), reports.py (the report).
+A new measure is a folder and a line in each registry; nothing else in the package names it. A measure imports no
+other measure; tests/unit/test_layout.py holds each role to its layer's imports.
+"""

@@ -1,0 +1,39 @@
+"""Every measure's comparison of a cell with the reference (issue 59): analysis/drift.py calls each on the two
+sides' records and keeps the change by the measure's key (CellDrift.measures)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Mapping
+
+from pydantic import BaseModel
+
+from evalharness.measures.prefix_cache import compare as prefix_cache
+from evalharness.measures.specs import BY_KEY, MeasureSpec, read
+
+Compare = Callable[[Any, Any, float], BaseModel | None]
+COMPARISONS: tuple[tuple[MeasureSpec, Compare], ...] = (
+    (BY_KEY["prefix_cache"], prefix_cache.cache_change),
+)
+
+
+def changes(reference: Mapping[str, Any], cell: Mapping[str, Any], alpha: float) -> dict[str, dict]:
+    """Each measure both sides recorded, compared: key -> the change as results.json keeps it."""
+    out = {}
+    for spec, compare in COMPARISONS:
+        ours, theirs = read(reference, spec.key, spec.record), read(cell, spec.key, spec.record)
+        if ours is not None and theirs is not None:
+            change = compare(ours, theirs, alpha)
+            if change is not None:
+                out[spec.key] = change.model_dump(mode="json")
+    return out
+
+
+def flagged(drift_measures: Mapping[str, Any] | None) -> list[tuple[MeasureSpec, BaseModel]]:
+    """The measures whose change flags the cell, with their change (for the decision's qualifiers)."""
+    found = []
+    for spec, _ in COMPARISONS:
+        change = read(drift_measures, spec.key, spec.change)
+        if change is not None and getattr(change, "flagged", False):
+            found.append((spec, change))
+    return found

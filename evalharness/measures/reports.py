@@ -1,0 +1,38 @@
+"""Every measure's part of the report (issue 59): its tables as plain text, laid out here for report.md (escaped,
+a flagged verdict in bold) and handed to report.html as they are (render/html_data.py `measures`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from evalharness.measures.prefix_cache import report as prefix_cache
+from evalharness.measures.specs import BY_KEY, MeasureSpec
+from evalharness.records.run import RunResult
+from evalharness.render.markdown import bold_verdict, markdown_table, md_text
+
+Tables = Callable[[RunResult], "list[dict] | None"]
+REPORTS: tuple[tuple[MeasureSpec, Tables], ...] = (
+    (BY_KEY["prefix_cache"], prefix_cache.tables),
+)
+
+
+def measure_data(run: RunResult) -> list[dict]:
+    """[{key, title, tables}] of every measure the run recorded, for report.html."""
+    out = []
+    for spec, tables in REPORTS:
+        found = tables(run)
+        if found:
+            out.append({"key": spec.key, "title": spec.title[:1].upper() + spec.title[1:], "tables": found})
+    return out
+
+
+def measure_sections(run: RunResult) -> list[str]:
+    """report.md's section of every measure the run recorded."""
+    out: list[str] = []
+    for entry in measure_data(run):
+        out += [f"## {entry['title']}", ""]
+        for table in entry["tables"]:
+            rows = [[f"`{md_text(row[0])}`" + (" (reference)" if row[0] == run.reference else ""),
+                     *(md_text(c) for c in row[1:-1]), bold_verdict(row[-1])] for row in table["rows"]]
+            out += [table["note"], "", markdown_table(table["header"], rows), ""]
+    return out

@@ -1,0 +1,20 @@
+"""What a measure's phase is given of a served cell (measures/*/phase.py): its URLs, its served name, the request
+settings every phase shares, its folder, and what its engine answers about itself. Plain data; imports nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Served:
+    base_url: str  # the OpenAI-compatible root, http://host:port/v1
+    root_url: str  # http://host:port: the engine's own endpoints
+    model: str  # the served model name
+    timeout_s: float  # one request's timeout
+    retries: int
+    hung_after: int
+    cell_dir: Path
+    engine_label: str  # how a person names its engine: "vLLM", "SGLang", "the endpoint"
+    cache_flush_path: str | None = None  # the engine's endpoint that empties its prefix cache (POST), if it has one
