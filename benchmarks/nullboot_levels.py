@@ -110,7 +110,7 @@ def confirmation_lines(args) -> int:
             continue
         task = TaskSpec(name, docs=documents, accuracy=accuracy, consistency=0.5, cell_repeats=repeats,
                         reference_repeats=repeats)
-        for tries in (1, 2):
+        for tries in (int(t) for t in args.tries.split(",")):
             level = ALPHA / tries
             for side in args.sides.split(","):
                 got = line(task, repeats, level, side, args.trials, args.seed, args.check, margin)
@@ -132,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--first", action="store_true", help="also the first look (one repeat)")
     parser.add_argument("--looks", default="", help="only these looks (1-based, e.g. 2,3)")
     parser.add_argument("--check", type=int, default=20)
+    parser.add_argument("--tries", default="1,2", help="confirm: the tries whose level alpha / tries is measured "
+                        "(confirm.tries is 1 to 4)")
     parser.add_argument("--regime", choices=("looks", "confirm"), default="looks", help="looks: the sequential "
                         "looks of sm120's planned repeats; confirm: sm120's confirmation (one look a try at alpha / "
                         "tries, its documents and repeats a side, each task's margin), tries 1 and 2")

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from evalharness.measures.prefix_cache.spec import CacheAnswer, PrefixCacheRecord, PrefixCacheSection
-from evalharness.phases.batching import first_difference, load_prompts
+from evalharness.phases.batching import answer_text, first_difference, load_prompts
 from evalharness.phases.openai_api import Endpoint
 from evalharness.phases.retries import RequestFailed
 from evalharness.phases.served import Served
@@ -140,7 +140,8 @@ def run_phase(served: Served, section: PrefixCacheSection) -> tuple[PrefixCacheR
 
 
 def _text(reply: Any) -> str:
-    return (reply.choices[0].message.content or "") if reply.choices else ""
+    """A thinking model's reasoning and its answer (a short budget is often all thinking), as batching compares."""
+    return answer_text(reply.choices[0].message) if reply.choices else ""
 
 
 def _cached(reply: Any) -> int | None:
