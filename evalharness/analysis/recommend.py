@@ -12,9 +12,9 @@ the level the task was tested at (a task stopped at a sequential look was tested
 union bound over its looks the scaled p-value stays valid), then Holm over the K candidates; the recommendation is
 the fastest candidate Holm keeps. The chance that the recommended cell is truly worse by the margin or more on some
 task is at most alpha, however many candidates there are (benchmarks/recommendation.py measures it: 4.6-5.1%). The
-report says no more than that: a cell truly better by the margin is called equivalent somewhat more often than
-alpha where accuracy is near 1 (the calibrated test's gain side, 1.22x at gsm8k's 0.95, benchmarks/README.md), an
-error that ships nothing worse."""
+report says no more than that: a cell truly better by the margin was called equivalent more often than alpha where
+accuracy is near 1 and few documents carry the difference (the calibrated test's gain side, 1.22x at gsm8k's 0.95 on
+150 documents; 0.89-0.94x at sm120's 300, benchmarks/README.md), an error that ships nothing worse."""
 
 from __future__ import annotations
 
