@@ -8,12 +8,14 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel
 
+from evalharness.measures.calls_modes import compare as calls_modes
 from evalharness.measures.prefix_cache import compare as prefix_cache
 from evalharness.measures.specs import BY_KEY, MeasureSpec, read
 
 Compare = Callable[[Any, Any, float], BaseModel | None]
 COMPARISONS: tuple[tuple[MeasureSpec, Compare], ...] = (
     (BY_KEY["prefix_cache"], prefix_cache.cache_change),
+    (BY_KEY["calls_modes"], calls_modes.modes_change),
 )
 
 

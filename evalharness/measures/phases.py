@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from evalharness.measures.calls_modes import phase as calls_modes
 from evalharness.measures.prefix_cache import phase as prefix_cache
 from evalharness.measures.specs import BY_KEY, MeasureSpec
 from evalharness.phases.served import Served
@@ -15,4 +16,5 @@ from evalharness.records.measures import RequestTally
 Phase = Callable[[Served, BaseModel], tuple[BaseModel, RequestTally]]
 PHASES: tuple[tuple[MeasureSpec, Phase], ...] = (
     (BY_KEY["prefix_cache"], prefix_cache.run_phase),
+    (BY_KEY["calls_modes"], calls_modes.run_phase),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from evalharness.measures.calls_modes import report as calls_modes
 from evalharness.measures.prefix_cache import report as prefix_cache
 from evalharness.measures.specs import BY_KEY, MeasureSpec
 from evalharness.records.run import RunResult
@@ -13,6 +14,7 @@ from evalharness.render.markdown import bold_verdict, markdown_table, md_text
 Tables = Callable[[RunResult], "list[dict] | None"]
 REPORTS: tuple[tuple[MeasureSpec, Tables], ...] = (
     (BY_KEY["prefix_cache"], prefix_cache.tables),
+    (BY_KEY["calls_modes"], calls_modes.tables),
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from evalharness.measures.calls_modes import spec as calls_modes
 from evalharness.measures.prefix_cache import spec as prefix_cache
 
 T = TypeVar("T", bound=BaseModel)
@@ -25,6 +26,8 @@ class MeasureSpec:
 SPECS: tuple[MeasureSpec, ...] = (
     MeasureSpec(prefix_cache.KEY, prefix_cache.TITLE, prefix_cache.PrefixCacheSection, prefix_cache.PrefixCacheRecord,
                 prefix_cache.PrefixCacheChange),
+    MeasureSpec(calls_modes.KEY, calls_modes.TITLE, calls_modes.CallsModesSection, calls_modes.CallsModesRecord,
+                calls_modes.CallsModesChange),
 )
 BY_KEY = {spec.key: spec for spec in SPECS}
 

@@ -44,6 +44,7 @@ phases send tens to hundreds of requests per cell.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
 import httpx
@@ -100,6 +101,48 @@ def attempt(create: Callable[..., T], params: dict[str, Any]) -> T:
     return answer
 
 
+@dataclass
+class StreamedChat:
+    """A streamed chat answer put together: its content, its tool calls by index ({"function": {"name",
+    "arguments"}}), its finish reason (handed through `attempt` inside _Streamed, an openai model)."""
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str | None = None
+
+
+def streamed_chat(client: openai.OpenAI, params: dict[str, Any]) -> openai.BaseModel:
+    """One streamed chat completion read to its end: content pieces joined, each tool call's name and argument
+    pieces joined by its index (the OpenAI stream's shape, vLLM's and SGLang's alike)."""
+    content: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    finish = None
+    try:
+        for chunk in client.chat.completions.create(stream=True, **params):
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                content.append(getattr(delta, "content", None) or "")
+                for call in getattr(delta, "tool_calls", None) or []:
+                    slot = calls.setdefault(call.index, {"name": "", "arguments": ""})
+                    function = getattr(call, "function", None)
+                    slot["name"] += (getattr(function, "name", None) or "") if not slot["name"] else ""
+                    slot["arguments"] += getattr(function, "arguments", None) or ""
+                finish = choice.finish_reason or finish
+    except httpx.HTTPError as exc:  # the body cut mid-stream
+        raise AttemptFailed("stream_cut", _message(exc)) from exc
+    except openai.APIError as exc:  # an error event inside a 200 stream: vLLM sends a refused request's 400 so
+        code = (exc.body or {}).get("code") if isinstance(exc.body, dict) else None
+        kind = f"http_{code}" if isinstance(code, int) else "stream_error"
+        raise AttemptFailed(kind, exc.message[:200]) from exc
+    joined = StreamedChat(content="".join(content) or None, finish_reason=finish,
+                          tool_calls=[{"function": calls[i]} for i in sorted(calls)])
+    return _Streamed(answer=joined)
+
+
+class _Streamed(openai.BaseModel):
+    answer: Any
+
+
 def make_client(base_url: str, timeout_s: float, http_client: httpx.Client | httpx2.Client | None = None
                 ) -> openai.OpenAI:
     """A transport-only client for the cell's server: no retries of its own, one timeout for every stage. The key is
@@ -124,6 +167,11 @@ class Endpoint:
     def chat(self, **params: Any) -> ChatCompletion:
         """chat.completions.create(**params) with the harness's retries (RequestFailed after the last)."""
         return self.sender.call(lambda: attempt(self.client.chat.completions.create, params))
+
+    def chat_streamed(self, **params: Any) -> StreamedChat:
+        """chat.completions.create(stream=True), read to its end and put together, with the harness's retries (a
+        stream cut short is an attempt that failed)."""
+        return self.sender.call(lambda: attempt(lambda **p: streamed_chat(self.client, p), params)).answer
 
     def complete(self, **params: Any) -> Completion:
         """completions.create(**params) with the harness's retries (RequestFailed after the last)."""

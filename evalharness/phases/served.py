@@ -18,3 +18,4 @@ class Served:
     cell_dir: Path
     engine_label: str  # how a person names its engine: "vLLM", "SGLang", "the endpoint"
     cache_flush_path: str | None = None  # the engine's endpoint that empties its prefix cache (POST), if it has one
+    include_path: str | None = None  # the matrix's own task files (quality.include_path), where calls tasks live too

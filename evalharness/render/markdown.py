@@ -42,5 +42,5 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 def bold_verdict(text: str) -> str:
     """A verdict that calls the cell out, its first word bold: '**flagged** (p 0.02)'; any other verdict escaped."""
     word, _, rest = text.partition(" ")
-    return (f"**{md_text(word)}**" + (f" {md_text(rest)}" if rest else "") if word in ("flagged", "worse")
+    return (f"**{md_text(word)}**" + (f" {md_text(rest)}" if rest else "") if word.rstrip(":") in ("flagged", "worse")
             else md_text(text))

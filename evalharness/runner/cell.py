@@ -150,7 +150,8 @@ def served(plan, matrix: Matrix, engine: Engine, cell_dir: Path) -> Served:
     return Served(base_url=plan.base_url, root_url=plan.root_url, model=plan.served_model_name,
                   timeout_s=matrix.timeouts.request_s, retries=matrix.requests.retries,
                   hung_after=matrix.requests.hung_after, cell_dir=cell_dir, engine_label=engine.label,
-                  cache_flush_path=engine.cache_flush_path)
+                  cache_flush_path=engine.cache_flush_path,
+                  include_path=matrix.quality.include_path if matrix.quality is not None else None)
 
 
 PORT_RELAUNCHES = 2  # launches a cell may lose to another process taking its port, each relaunched on a new one

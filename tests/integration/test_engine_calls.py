@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
 
 TEMPLATE = REPO / "tasks" / "calls" / "smollm2_tools.jinja"
 CASES = 24  # of each task, the same seeded subset in both cells
+MODE_CASES = 4  # of each task, answered one at a time and four at once, streamed and not (measures/calls_modes/)
 
 
 def _cell(backend: str) -> str:
@@ -37,7 +38,8 @@ def calls_run(engine, tmp_path_factory):
     folder = tmp_path_factory.mktemp("calls")
     extra = ("reference: {cell: ref}\nprobes: {enabled: false}\ndistribution: {enabled: false}\n"
              f"quality: {{tasks: [eh_tools, eh_json], limit: {CASES}, max_gen_toks: 64, concurrency: 8}}\n"
-             "gate: {margin: 0.1, alpha: 0.05}\n")
+             "gate: {margin: 0.1, alpha: 0.05}\n"
+             f"calls_modes: {{enabled: true, cases: {MODE_CASES}, concurrency: 4, max_tokens: 64}}\n")
     (folder / "matrix.yaml").write_text(matrix_yaml(engine, {"ref": _cell("xgrammar"), "guidance": _cell("guidance")},
                                                     extra=extra))
     out = folder / "out"
@@ -93,3 +95,29 @@ def test_a_grammar_backend_that_refuses_tools_is_caught_and_reported(calls_run):
     assert all(a["refused"] and a["invalid"] for a in answers)
     assert any(d["reference"]["errors"] for d in task["documents"]) or all(
         not d["reference"]["invalid"] for d in task["documents"])
+
+
+def test_the_calls_tasks_streamed_and_not_at_two_concurrencies(calls_run):
+    """Issue 60, 2, on the real vLLM: each calls task's first cases answered in the four modes through the hermes
+    parser (streamed tool calls put together from vLLM's deltas) and xgrammar; greedy, so a healthy engine answers
+    alike in every mode and no pair is flagged; llguidance refuses the tool cases in every mode alike."""
+    out, run = calls_run
+    modes = ("alone", "streamed", "load", "load_streamed")
+    ref = run.cells["cell-ref"].measures["calls_modes"]
+    assert ref["unavailable"] is None and ref["concurrency"] == 4
+    assert [t["task"] for t in ref["tasks"]] == ["eh_tools", "eh_json"]
+    for task in ref["tasks"]:
+        assert len(task["cases"]) == MODE_CASES
+        for case in task["cases"]:
+            assert set(case["outcomes"]) == set(modes) and "error" not in case["outcomes"].values(), case
+            assert "refused" not in case["outcomes"].values(), case
+        valid = {m: sum(c["outcomes"][m] == "valid" for c in task["cases"]) for m in modes}
+        print(f"vLLM {task['task']} valid by mode: {valid}")
+        assert valid["alone"] > 0 and abs(valid["streamed"] - valid["alone"]) <= 1, valid
+    guidance = run.cells["cell-guidance"].measures["calls_modes"]
+    tools = next(t for t in guidance["tasks"] if t["task"] == "eh_tools")
+    assert all(set(c["outcomes"].values()) == {"refused"} for c in tools["cases"]), tools
+    change = run.cells["cell-guidance"].drift.measures["calls_modes"]
+    assert not change["flagged"] and {(c["task"], c["base"], c["mode"]) for c in change["reference"]} >= {
+        ("eh_tools", "alone", "streamed"), ("eh_json", "load", "load_streamed")}
+    assert "## Calls under load and streamed" in (out / "report.md").read_text()
