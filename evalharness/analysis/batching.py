@@ -18,13 +18,11 @@ from evalharness.records.measures import BatchDependence
 def batch_change(reference: BatchDependence, cell: BatchDependence, alpha: float) -> BatchChange | None:
     """The cell's changed-by-batching share against the reference's, over the prompts both answered both ways;
     None when none was."""
-    ref = {a.id: a for a in reference.answered()}
-    now = {a.id: a for a in cell.answered()}
-    ids = [pid for pid in ref if pid in now]
-    if not ids:
+    paired = changed_by_prompt(reference.answered(), cell.answered(), alpha)
+    if paired is None:
         return None
-    share_ref, share_cell, p_value, flagged = changed_more([ref[pid].differs for pid in ids],
-                                                           [now[pid].differs for pid in ids], alpha)
+    ids, share_ref, share_cell, p_value, flagged = paired
+    now = {a.id: a for a in cell.answered()}
     firsts = [now[pid].first_difference for pid in ids if now[pid].first_difference is not None]
     return BatchChange(prompts=len(ids), reference=share_ref, cell=share_cell, p_value=p_value, flagged=flagged,
                        concurrency=cell.concurrency,
@@ -40,3 +38,14 @@ def changed_more(reference: list[bool], cell: list[bool], alpha: float) -> tuple
     # the cell "worse" is more answers changed: higher is worse, so the drop is cell - reference
     p_value = paired_evidence(before, after, higher_is_better=False).p_no_difference()
     return share_ref, share_cell, p_value, p_value < alpha and share_cell - share_ref >= MATERIAL_SHARE
+
+
+def changed_by_prompt(reference: list, cell: list, alpha: float) -> tuple[list[str], float, float, float, bool] | None:
+    """`changed_more` over the prompts both sides answered (each answer with `id` and `differs`): (the ids paired,
+    the reference's share, the cell's, the p-value, flagged); None when no prompt was answered on both sides."""
+    ref = {a.id: a for a in reference}
+    now = {a.id: a for a in cell}
+    ids = [pid for pid in ref if pid in now]
+    if not ids:
+        return None
+    return (ids, *changed_more([ref[pid].differs for pid in ids], [now[pid].differs for pid in ids], alpha))

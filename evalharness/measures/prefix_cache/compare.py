@@ -8,20 +8,19 @@ from __future__ import annotations
 
 from statistics import median
 
-from evalharness.analysis.batching import changed_more
+from evalharness.analysis.batching import changed_by_prompt
 from evalharness.measures.prefix_cache.spec import PrefixCacheChange, PrefixCacheRecord
 
 
 def cache_change(reference: PrefixCacheRecord, cell: PrefixCacheRecord, alpha: float) -> PrefixCacheChange | None:
     """The cell's changed-by-the-cache share against the reference's, over the prompts both answered both ways;
     None when no prompt was (either side could not empty its cache)."""
+    paired = changed_by_prompt(reference.answered(), cell.answered(), alpha)
+    if paired is None:
+        return None
+    ids, share_ref, share_cell, p_value, flagged = paired
     ref = {a.id: a for a in reference.answered()}
     now = {a.id: a for a in cell.answered()}
-    ids = [pid for pid in ref if pid in now]
-    if not ids:
-        return None
-    share_ref, share_cell, p_value, flagged = changed_more([ref[pid].differs for pid in ids],
-                                                           [now[pid].differs for pid in ids], alpha)
     return PrefixCacheChange(prompts=len(ids), reference=share_ref, cell=share_cell, p_value=p_value, flagged=flagged,
                              reference_logprob_gap=_median_gap([ref[pid] for pid in ids]),
                              cell_logprob_gap=_median_gap([now[pid] for pid in ids]))

@@ -12,13 +12,12 @@ from evalharness.analysis.decision import qualifiers
 from evalharness.measures.calls_modes.compare import mode_changes, modes_change
 from evalharness.measures.calls_modes.phase import outcome
 from evalharness.measures.calls_modes.spec import KEY, CallsModesRecord, CaseModes, TaskModes
-from evalharness.measures.comparisons import changes
 from evalharness.measures.reports import measure_sections
 from evalharness.phases.calls.cases import calls_task_path, load_cases
 from evalharness.phases.openai_api import Endpoint
 from evalharness.records.decision import Decision
-from evalharness.records.drift import CellDrift
-from evalharness.records.run import CellResult, RunMeta, RunResult
+from evalharness.records.run import RunResult
+from tests.unit.measures.runs import run_of
 
 
 def _sse(events: list[dict]) -> bytes:
@@ -89,15 +88,8 @@ def test_a_mode_whose_valid_share_falls_is_flagged_against_its_other_mode_and_eq
     assert {(c.base, c.mode): c.cases for c in mode_changes(errors, 0.05)}[("alone", "load")] == 8
 
 
-def _run(records: dict[str, CallsModesRecord]) -> RunResult:
-    cells = {cid: CellResult(id=cid, axes={}, settings_hash="h", engine="vllm", args={}, env={}, argv=[], status="ok",
-                             phase="done", measures={KEY: r.model_dump(mode="json")}, started_at="t",
-                             finished_at="t", duration_s=1.0) for cid, r in records.items()}
-    meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m", started_at="t")
-    run = RunResult(meta=meta, reference="ref", cell_order=list(records), cells=cells)
-    for cid in list(records)[1:]:
-        cells[cid].drift = CellDrift(cell=cid, measures=changes(cells["ref"].measures, cells[cid].measures, 0.05))
-    return run
+def _run(records: dict) -> RunResult:
+    return run_of(KEY, records)
 
 
 def test_the_report_gives_each_mode_and_names_the_fallen_pair_and_the_decision_says_it():

@@ -8,15 +8,15 @@ import pytest
 
 from evalharness.analysis.decision import qualifiers
 from evalharness.matrix.load import load_matrix
-from evalharness.measures.comparisons import changes, flagged
+from evalharness.measures.comparisons import flagged
 from evalharness.measures.prefix_cache.compare import cache_change
 from evalharness.measures.prefix_cache.phase import cache_prompts, flush, logprob_gap
 from evalharness.measures.prefix_cache.spec import KEY, CacheAnswer, PrefixCacheChange, PrefixCacheRecord
 from evalharness.measures.reports import measure_data, measure_sections
 from evalharness.measures.specs import read
 from evalharness.records.decision import Decision
-from evalharness.records.drift import CellDrift
-from evalharness.records.run import CellResult, RunMeta, RunResult
+from evalharness.records.run import RunResult
+from tests.unit.measures.runs import run_of
 from evalharness.serving.engines import ENGINES
 from tests.headless import browser  # noqa: F401  (a fixture)
 
@@ -76,15 +76,8 @@ def test_a_cell_whose_answers_change_with_the_cache_more_than_the_references_is_
     assert cache_change(reference, failed, 0.05).prompts == 4  # failed prompts are left out of the pairing
 
 
-def _run(records: dict[str, PrefixCacheRecord | None]) -> RunResult:
-    cells = {cid: CellResult(id=cid, axes={}, settings_hash="h", engine="vllm", args={}, env={}, argv=[], status="ok",
-                             phase="done", measures={} if r is None else {KEY: r.model_dump(mode="json")},
-                             started_at="t", finished_at="t", duration_s=1.0) for cid, r in records.items()}
-    meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m", started_at="t")
-    run = RunResult(meta=meta, reference="ref", cell_order=list(records), cells=cells)
-    for cid in list(records)[1:]:
-        cells[cid].drift = CellDrift(cell=cid, measures=changes(cells["ref"].measures, cells[cid].measures, 0.05))
-    return run
+def _run(records: dict) -> RunResult:
+    return run_of(KEY, records)
 
 
 def test_the_report_gives_the_references_own_count_and_each_cells_verdict_escaped():
