@@ -27,6 +27,7 @@ from evalharness.phases.served import Served
 from evalharness.records.measures import RequestTally
 
 NATURAL = Path(__file__).resolve().parents[3] / "tasks" / "throughput" / "natural.jsonl"
+ASK = "\n\nNow, without repeating the notes: "  # where a prompt's shared prefix ends and its own request begins
 FLUSH_TRIES = 10  # vLLM refuses to reset while blocks are held; a request that just finished may still hold them
 
 
@@ -42,12 +43,20 @@ def cache_prompts(count: int, siblings: int, prefix_words: int, seed: int,
         words: list[str] = []
         while len(words) < prefix_words:
             words += rng.choice(texts).split()
-        prefix = "Background notes:\n\n" + " ".join(words[:prefix_words]) + "\n\nNow, without repeating the notes: "
+        prefix = "Background notes:\n\n" + " ".join(words[:prefix_words]) + ASK
         for sibling in range(siblings):
             if len(out) < count:
                 out.append((f"g{group}-{sibling}", group, prefix + rng.choice(texts)))
         group += 1
     return out
+
+
+def warmer(prompts: list[tuple[str, int, str]], index: int) -> str:
+    """The request that caches prompt `index`'s prefix before its warm answer: the next prompt of its group, or,
+    where the group has no other (a last group cut short by `count`), its prefix with a request of its own."""
+    pid, group, text = prompts[index]
+    others = [t for p, g, t in prompts[index + 1:] + prompts[:index] if g == group and p != pid]
+    return others[0] if others else text.split(ASK)[0] + ASK + "say nothing."
 
 
 def flush(client: httpx.Client, url: str) -> str | None:
@@ -113,7 +122,7 @@ def run_phase(served: Served, section: PrefixCacheSection) -> tuple[PrefixCacheR
                             temperature=0.0, seed=0, logprobs=True)
 
         for index, (pid, group, text) in enumerate(prompts):
-            sibling = next(t for p, g, t in prompts[index + 1:] + prompts[:index] if g == group and p != pid)
+            sibling = warmer(prompts, index)
             try:
                 why = flush(client, url)
                 if why is not None and not answers:

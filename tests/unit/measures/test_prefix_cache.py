@@ -10,7 +10,7 @@ from evalharness.analysis.decision import qualifiers
 from evalharness.matrix.load import load_matrix
 from evalharness.measures.comparisons import flagged
 from evalharness.measures.prefix_cache.compare import cache_change
-from evalharness.measures.prefix_cache.phase import cache_prompts, flush, logprob_gap
+from evalharness.measures.prefix_cache.phase import ASK, cache_prompts, flush, logprob_gap, warmer
 from evalharness.measures.prefix_cache.spec import KEY, CacheAnswer, PrefixCacheChange, PrefixCacheRecord
 from evalharness.measures.reports import measure_data, measure_sections
 from evalharness.measures.specs import read
@@ -38,6 +38,9 @@ def test_prompts_share_long_prefixes_in_groups_and_are_the_same_in_every_cell():
     assert not prompts[4][2].startswith(prefix)  # another group, another prefix
     assert len({text for _, _, text in prompts}) == 10
     assert cache_prompts(10, 4, 120, seed=1) != prompts
+    assert warmer(prompts, 0) == prompts[1][2] and warmer(prompts, 3) == prompts[0][2]  # the group's next prompt
+    alone = cache_prompts(9, 4, 120, seed=0)  # the last group holds one prompt: its prefix warms the cache
+    assert warmer(alone, 8) == alone[8][2].split(ASK)[0] + ASK + "say nothing." != alone[8][2]
 
 
 def test_the_logprob_gap_is_read_over_the_tokens_both_answers_chose():
