@@ -9,8 +9,9 @@ A measure is a folder, `measures/<key>/`, that owns one kind of evidence about a
   copied), returning the change the decision reads;
 - `report.py`: the rows it adds to report.md and report.html.
 
-The package's layers reach measures through one registry per role, each listing every measure: specs.py (the
-matrix's sections, the records), phases.py (the runner's loop), comparisons.py (the drift), reports.py (the report).
-A new measure is a folder and a line in each registry; nothing else in the package names it. A measure imports no
-other measure; tests/unit/test_layout.py holds each role to its layer's imports.
+The package's layers reach measures through one registry per role, each built from catalog.py's keys (the role's
+module of each folder, imported by its name): specs.py (the matrix's sections, the records), phases.py (the runner's
+loop), comparisons.py (the drift), reports.py (the report). A new measure is a folder and its key in catalog.py;
+nothing else in the package names it. A measure imports no other measure; tests/unit/test_layout.py holds each role
+to its layer's imports and each folder to the catalog and the registries' entries.
 """

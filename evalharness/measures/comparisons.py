@@ -4,19 +4,17 @@ sides' records and keeps the change by the measure's key (CellDrift.measures).""
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 from typing import Any, Mapping
 
 from pydantic import BaseModel
 
-from evalharness.measures.calls_modes import compare as calls_modes
-from evalharness.measures.prefix_cache import compare as prefix_cache
+from evalharness.measures.catalog import MEASURES, role_module
 from evalharness.measures.specs import BY_KEY, MeasureSpec, read
 
 Compare = Callable[[Any, Any, float], BaseModel | None]
-COMPARISONS: tuple[tuple[MeasureSpec, Compare], ...] = (
-    (BY_KEY["prefix_cache"], prefix_cache.cache_change),
-    (BY_KEY["calls_modes"], calls_modes.modes_change),
-)
+COMPARISONS: tuple[tuple[MeasureSpec, Compare], ...] = tuple(
+    (BY_KEY[key], import_module(role_module(key, "compare")).compare) for key in MEASURES)
 
 
 def changes(reference: Mapping[str, Any], cell: Mapping[str, Any], alpha: float) -> dict[str, dict]:

@@ -4,17 +4,15 @@ runner's loop (runner/cell.py) calls each enabled one with the served cell and i
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 
 from pydantic import BaseModel
 
-from evalharness.measures.calls_modes import phase as calls_modes
-from evalharness.measures.prefix_cache import phase as prefix_cache
+from evalharness.measures.catalog import MEASURES, role_module
 from evalharness.measures.specs import BY_KEY, MeasureSpec
 from evalharness.phases.served import Served
 from evalharness.records.measures import RequestTally
 
 Phase = Callable[[Served, BaseModel], tuple[BaseModel, RequestTally]]
-PHASES: tuple[tuple[MeasureSpec, Phase], ...] = (
-    (BY_KEY["prefix_cache"], prefix_cache.run_phase),
-    (BY_KEY["calls_modes"], calls_modes.run_phase),
-)
+PHASES: tuple[tuple[MeasureSpec, Phase], ...] = tuple(
+    (BY_KEY[key], import_module(role_module(key, "phase")).run_phase) for key in MEASURES)

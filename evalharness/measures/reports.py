@@ -4,18 +4,16 @@ a flagged verdict in bold) and handed to report.html as they are (render/html_da
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 
-from evalharness.measures.calls_modes import report as calls_modes
-from evalharness.measures.prefix_cache import report as prefix_cache
+from evalharness.measures.catalog import MEASURES, role_module
 from evalharness.measures.specs import BY_KEY, MeasureSpec
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import bold_verdict, markdown_table, md_text
 
 Tables = Callable[[RunResult], "list[dict] | None"]
-REPORTS: tuple[tuple[MeasureSpec, Tables], ...] = (
-    (BY_KEY["prefix_cache"], prefix_cache.tables),
-    (BY_KEY["calls_modes"], calls_modes.tables),
-)
+REPORTS: tuple[tuple[MeasureSpec, Tables], ...] = tuple(
+    (BY_KEY[key], import_module(role_module(key, "report")).tables) for key in MEASURES)
 
 
 def measure_data(run: RunResult) -> list[dict]:

@@ -3,32 +3,16 @@ back from a CellResult's or a CellDrift's `measures` mapping. Pydantic only: the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from importlib import import_module
 from typing import Any, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from evalharness.measures.calls_modes import spec as calls_modes
-from evalharness.measures.prefix_cache import spec as prefix_cache
+from evalharness.measures.catalog import MEASURES, MeasureSpec, role_module
 
 T = TypeVar("T", bound=BaseModel)
 
-
-@dataclass(frozen=True)
-class MeasureSpec:
-    key: str  # the matrix section, the phase's name and the key of its record in results.json
-    title: str  # how the report and the verdict name it
-    section: type[BaseModel]  # the matrix section; every section has `enabled`, off by default
-    record: type[BaseModel]  # what one cell's run writes
-    change: type[BaseModel]  # the cell against the reference; every change has `flagged` and `summary()`
-
-
-SPECS: tuple[MeasureSpec, ...] = (
-    MeasureSpec(prefix_cache.KEY, prefix_cache.TITLE, prefix_cache.PrefixCacheSection, prefix_cache.PrefixCacheRecord,
-                prefix_cache.PrefixCacheChange),
-    MeasureSpec(calls_modes.KEY, calls_modes.TITLE, calls_modes.CallsModesSection, calls_modes.CallsModesRecord,
-                calls_modes.CallsModesChange),
-)
+SPECS: tuple[MeasureSpec, ...] = tuple(import_module(role_module(key, "spec")).SPEC for key in MEASURES)
 BY_KEY = {spec.key: spec for spec in SPECS}
 
 # every measure's section as a field of the matrix (matrix/schema.py `Matrix` derives from it): `<key>:` in a matrix

@@ -244,3 +244,38 @@ def test_every_engine_answers_what_the_runner_and_validate_ask():
     for name, engine in ENGINES.items():
         assert engine.name == name and all(hasattr(engine, what) for what in asked), name
     assert {name for name, engine in ENGINES.items() if not engine.launches} == {"external"}
+
+
+ENTRIES = {"spec": "SPEC", "phase": "run_phase", "compare": "compare", "report": "tables"}
+
+
+def measure_folder_violations(folders: list[str], keys: tuple[str, ...], defines) -> list[str]:
+    """Every measure folder is in the catalog, every catalog key a folder, each role module defining its entry."""
+    out = [f"measures/{f}/ is not in measures/catalog.py MEASURES" for f in folders if f not in keys]
+    out += [f"measures/catalog.py names {k}, which has no folder" for k in keys if k not in folders]
+    out += [f"measures/{k}/{role}.py does not define {name}" for k in keys if k in folders
+            for role, name in ENTRIES.items() if not defines(k, role, name)]
+    return out
+
+
+def _defines(key: str, role: str, name: str) -> bool:
+    path = PACKAGE / "measures" / key / f"{role}.py"
+    if not path.exists():
+        return False
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(node, (ast.FunctionDef, ast.Assign)) and (
+        getattr(node, "name", None) == name or any(getattr(t, "id", None) == name for t in getattr(node, "targets", [])))
+        for node in tree.body)
+
+
+def test_every_measure_folder_is_in_the_catalog_and_answers_every_registry():
+    from evalharness.measures.catalog import MEASURES
+
+    folders = sorted(p.parent.name for p in (PACKAGE / "measures").glob("*/__init__.py"))
+    assert measure_folder_violations(folders, MEASURES, _defines) == []
+
+
+def test_the_catalog_check_catches_a_folder_left_out_and_an_entry_missing():
+    assert measure_folder_violations(["a", "b"], ("a", "c"), lambda k, role, name: role != "report") == [
+        "measures/b/ is not in measures/catalog.py MEASURES", "measures/catalog.py names c, which has no folder",
+        "measures/a/report.py does not define tables"]

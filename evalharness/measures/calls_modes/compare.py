@@ -34,7 +34,7 @@ def _pair(task: TaskModes, base: str, mode: str, alpha: float) -> ModeChange | N
                       mode_valid=1 - invalid_mode, p_value=p_value, flagged=flagged)
 
 
-def modes_change(reference: CallsModesRecord, cell: CallsModesRecord, alpha: float) -> CallsModesChange | None:
+def compare(reference: CallsModesRecord, cell: CallsModesRecord, alpha: float) -> CallsModesChange | None:
     """The cell's pairs, judged, and the reference's beside them; None when the cell measured nothing."""
     changes = mode_changes(cell, alpha)
     if not changes:

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalharness.measures.catalog import MeasureSpec
+
 KEY = "calls_modes"
 TITLE = "calls under load and streamed"
 # the modes, each (streamed, under load); "alone" is one request at a time, not streamed
@@ -95,3 +97,6 @@ class CallsModesChange(BaseModel):
         worst = [c for c in self.changes if c.flagged]
         return "; ".join(f"{c.task} valid {c.mode_valid:.0%} {c.mode.replace('_', ' + ')} against {c.base_valid:.0%} "
                          f"{c.base.replace('_', ' + ')} ({c.cases} cases)" for c in worst)
+
+
+SPEC = MeasureSpec(KEY, TITLE, CallsModesSection, CallsModesRecord, CallsModesChange)

@@ -12,7 +12,7 @@ from evalharness.analysis.batching import changed_by_prompt
 from evalharness.measures.prefix_cache.spec import PrefixCacheChange, PrefixCacheRecord
 
 
-def cache_change(reference: PrefixCacheRecord, cell: PrefixCacheRecord, alpha: float) -> PrefixCacheChange | None:
+def compare(reference: PrefixCacheRecord, cell: PrefixCacheRecord, alpha: float) -> PrefixCacheChange | None:
     """The cell's changed-by-the-cache share against the reference's, over the prompts both answered both ways;
     None when no prompt was (either side could not empty its cache)."""
     paired = changed_by_prompt(reference.answered(), cell.answered(), alpha)

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalharness.measures.catalog import MeasureSpec
+
 KEY = "prefix_cache"
 TITLE = "prefix cache"
 
@@ -91,3 +93,6 @@ class PrefixCacheChange(BaseModel):
     def summary(self) -> str:
         return (f"answers changed between a cold and a warm prefix cache {self.cell:.0%} of {self.prompts} prompts "
                 f"against the reference's {self.reference:.0%}")
+
+
+SPEC = MeasureSpec(KEY, TITLE, PrefixCacheSection, PrefixCacheRecord, PrefixCacheChange)

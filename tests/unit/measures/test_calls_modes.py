@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from evalharness.analysis.decision import qualifiers
-from evalharness.measures.calls_modes.compare import mode_changes, modes_change
+from evalharness.measures.calls_modes.compare import compare as modes_change, mode_changes
 from evalharness.measures.calls_modes.phase import outcome
 from evalharness.measures.calls_modes.spec import KEY, CallsModesRecord, CaseModes, TaskModes
 from evalharness.measures.reports import measure_sections

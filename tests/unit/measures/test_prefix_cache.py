@@ -9,7 +9,7 @@ import pytest
 from evalharness.analysis.decision import qualifiers
 from evalharness.matrix.load import load_matrix
 from evalharness.measures.comparisons import flagged
-from evalharness.measures.prefix_cache.compare import cache_change
+from evalharness.measures.prefix_cache.compare import compare as cache_change
 from evalharness.measures.prefix_cache.phase import ASK, cache_prompts, flush, logprob_gap, warmer
 from evalharness.measures.prefix_cache.spec import KEY, CacheAnswer, PrefixCacheChange, PrefixCacheRecord
 from evalharness.measures.reports import measure_data, measure_sections
