@@ -17,6 +17,7 @@ from evalharness.matrix.schema import Scenario
 from evalharness.phases.throughput.client import LoadClient
 from evalharness.phases.throughput.prompts import load_source
 from evalharness.runner import speedloop
+from evalharness.serving.interference import STEAL_SHARE
 from tests.integration.conftest import SERVED_NAME
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
@@ -65,12 +66,30 @@ def _stop(pids: list[int]) -> None:
             pass
 
 
+def _settle(limit_s: float = 45.0) -> None:
+    """Wait until the hypervisor steals under half the harness's limit again (STEAL_SHARE), two seconds in a row, or
+    `limit_s`: on a VM with a CPU quota two burners spinning both cores are followed by steal (33-41% through the
+    next repeats in a fresh-clone CI run and again alone, 2026-12-07), which the harness rightly calls disturbed."""
+    import psutil
+
+    calm, deadline = 0, time.monotonic() + limit_s
+    before = psutil.cpu_times()
+    while calm < 2 and time.monotonic() < deadline:
+        time.sleep(1.0)
+        after = psutil.cpu_times()
+        total = sum(after) - sum(before)
+        share = (getattr(after, "steal", 0.0) - getattr(before, "steal", 0.0)) / total if total > 0 else 0.0
+        calm = calm + 1 if share < STEAL_SHARE / 2 else 0
+        before = after
+
+
 def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_path, monkeypatch):
     scenario = Scenario(name="single", concurrency=1, requests=2, output_len=32, api="chat", prompts="natural",
                         repeats=3)
     client = LoadClient(f"{shared_engine.root_url}/v1", SERVED_NAME, api="chat", timeout_s=120,
                         prompts=load_source("natural"))
     for attempt in range(3):  # a quiet reference first: where something else ran on this host meanwhile, again
+        _settle()
         quiet = speedloop.measure_scenario(client, scenario, tmp_path / f"quiet-{attempt}", after_warmup=lambda: None,
                                            reference=None, is_reference=True, watch_host=True)
         if not any(f.disturbed for f in quiet.repeat_figures):
@@ -82,6 +101,7 @@ def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_pat
     # the burners run through the first repeat only; where the scheduler kept them off it (twice in 2026-12-05's
     # runs the window saw 0.03 foreign cores though both burners had spun), burn and measure again, in a new folder
     for attempt in range(3):
+        _settle()
         burners = _burn(tmp_path / f"burners-{attempt}")
 
         def first_repeat_busy(*args, burners=burners, **kwargs):
@@ -89,6 +109,7 @@ def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_pat
                 return real(*args, **kwargs)
             finally:
                 _stop(burners)
+                _settle()  # the repeats measured again must not meet the hypervisor's throttling instead
 
         monkeypatch.setattr(speedloop, "measure_repeat", first_repeat_busy)
         try:
@@ -99,7 +120,9 @@ def test_a_busy_host_is_seen_set_aside_and_measured_again(shared_engine, tmp_pat
             _stop(burners)
             monkeypatch.setattr(speedloop, "measure_repeat", real)
         first = busy.repeat_figures[0]
-        if first.host["foreign_cores"] > 0.5:
+        # and where the repeats after the burners were disturbed by something else (the hypervisor stole 33% and 37%
+        # of the CPU time from both in a fresh-clone CI run, 2026-12-07: every repeat disturbed, so all were kept)
+        if first.host["foreign_cores"] > 0.5 and not any(f.disturbed for f in busy.repeat_figures[1:]):
             break
     # two burners on two cores beside the engine got 0.85 of them in CI (2026-12-03): far above the 0.2 limit
     assert "other processes kept" in first.disturbed and first.host["foreign_cores"] > 0.5, first.host

@@ -237,6 +237,38 @@ def test_tool_calls_and_json_output_through_sglangs_parsers_and_grammar(served, 
     assert json_output.calls.valid >= 9, json_output.calls
 
 
+def test_calls_streamed_and_not_at_two_concurrencies_and_the_radix_cache_cold_and_warm(served, tmp_path):
+    """Issue 60, 1-2, on the real SGLang: the calls tasks' first cases in the four modes through its qwen25 parser
+    (streamed tool calls put together from SGLang's deltas) and grammar, thinking off; and the prefix-cache check
+    with the radix cache emptied through SGLang's own /flush_cache. Greedy on a healthy engine: the modes and the
+    cache's two paths answer alike."""
+    from evalharness.measures.calls_modes.compare import mode_changes
+    from evalharness.measures.calls_modes.phase import run_phase as calls_modes
+    from evalharness.measures.calls_modes.spec import CallsModesSection
+    from evalharness.measures.prefix_cache.phase import run_phase as prefix_cache
+    from evalharness.measures.prefix_cache.spec import PrefixCacheSection
+    from evalharness.phases.served import Served
+
+    plan = served["plan"]
+    on = Served(base_url=plan.base_url, root_url=plan.root_url, model=plan.served_model_name, timeout_s=300,
+                retries=0, hung_after=3, cell_dir=tmp_path, engine_label=ENGINE.label,
+                cache_flush_path=ENGINE.cache_flush_path)
+    record, tally = calls_modes(on, CallsModesSection(enabled=True, cases=4, concurrency=4, max_tokens=64,
+                                                      chat_template_kwargs={"enable_thinking": False}))
+    assert record.unavailable is None and tally.failed == 0
+    for task in record.tasks:
+        valid = {m: task.valid(m) for m in ("alone", "streamed", "load", "load_streamed")}
+        print(f"SGLang {task.task} valid by mode: {valid}")
+        assert all(set(c.outcomes) == set(valid) and "error" not in c.outcomes.values() for c in task.cases)
+        assert valid["alone"] > 0 and abs(valid["streamed"] - valid["alone"]) <= 1, valid
+    assert not [c for c in mode_changes(record, 0.05) if c.flagged]
+    cache, tally = prefix_cache(on, PrefixCacheSection(enabled=True, count=4, prefix_words=80, max_tokens=8))
+    assert cache.unavailable is None and cache.flush == "POST /flush_cache" and tally.failed == 0
+    assert len(cache.answered()) == 4 and cache.differing() <= 1, cache
+    print(f"SGLang prefix cache: {cache.differing()}/4 changed, cached tokens warm "
+          f"{[a.cached_tokens_warm for a in cache.answers]}, cold {[a.cached_tokens_cold for a in cache.answers]}")
+
+
 def test_local_tokenizer_ids_equal_sglangs_tokenize(served):
     """The model folder's tokenizer.json read with the `tokenizers` library gives SGLang's own ids (it tokenizes with
     transformers), for task text, ChatML special tokens, accents, emoji and odd whitespace."""
@@ -393,34 +425,3 @@ def test_teardown_leaves_nothing_of_the_real_tree(served):
     KEEP.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(server.log_path, KEEP / "sglang-0.5.23-cpu-serve.log")
 
-
-def test_calls_streamed_and_not_at_two_concurrencies_and_the_radix_cache_cold_and_warm(served, tmp_path):
-    """Issue 60, 1-2, on the real SGLang: the calls tasks' first cases in the four modes through its qwen25 parser
-    (streamed tool calls put together from SGLang's deltas) and grammar, thinking off; and the prefix-cache check
-    with the radix cache emptied through SGLang's own /flush_cache. Greedy on a healthy engine: the modes and the
-    cache's two paths answer alike."""
-    from evalharness.measures.calls_modes.compare import mode_changes
-    from evalharness.measures.calls_modes.phase import run_phase as calls_modes
-    from evalharness.measures.calls_modes.spec import CallsModesSection
-    from evalharness.measures.prefix_cache.phase import run_phase as prefix_cache
-    from evalharness.measures.prefix_cache.spec import PrefixCacheSection
-    from evalharness.phases.served import Served
-
-    plan = served["plan"]
-    on = Served(base_url=plan.base_url, root_url=plan.root_url, model=plan.served_model_name, timeout_s=300,
-                retries=0, hung_after=3, cell_dir=tmp_path, engine_label=ENGINE.label,
-                cache_flush_path=ENGINE.cache_flush_path)
-    record, tally = calls_modes(on, CallsModesSection(enabled=True, cases=4, concurrency=4, max_tokens=64,
-                                                      chat_template_kwargs={"enable_thinking": False}))
-    assert record.unavailable is None and tally.failed == 0
-    for task in record.tasks:
-        valid = {m: task.valid(m) for m in ("alone", "streamed", "load", "load_streamed")}
-        print(f"SGLang {task.task} valid by mode: {valid}")
-        assert all(set(c.outcomes) == set(valid) and "error" not in c.outcomes.values() for c in task.cases)
-        assert valid["alone"] > 0 and abs(valid["streamed"] - valid["alone"]) <= 1, valid
-    assert not [c for c in mode_changes(record, 0.05) if c.flagged]
-    cache, tally = prefix_cache(on, PrefixCacheSection(enabled=True, count=4, prefix_words=80, max_tokens=8))
-    assert cache.unavailable is None and cache.flush == "POST /flush_cache" and tally.failed == 0
-    assert len(cache.answered()) == 4 and cache.differing() <= 1, cache
-    print(f"SGLang prefix cache: {cache.differing()}/4 changed, cached tokens warm "
-          f"{[a.cached_tokens_warm for a in cache.answers]}, cold {[a.cached_tokens_cold for a in cache.answers]}")
