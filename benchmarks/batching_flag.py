@@ -1,11 +1,11 @@
-"""How often does the batch-dependence flag (analysis/batching.py `batch_change`) flag a cell that changes with
+"""How often does the batch-dependence flag (measures/batching/compare.py) flag a cell that changes with
 batching no more than the reference, and how often does it catch one that changes more?
 
 The null: the reference and the cell are independent draws of one engine. Each prompt has a probability q_i that its
 greedy answer changes when batched (Beta with mean m and consistency rho: rho = 1 means a prompt either always or
 never changes, the deterministic engine this phase measures; rho = 0.5 a flakier one); both sides draw from the same
 q_i. The alternative: the cell's probability is q_i + (1 - q_i) * e, e the extra share of prompts it changes. The rule
-is the package's own `batch_change`, called on records this script builds.
+is the package's own (measures/batching/compare.py `compare`), called on records this script builds.
 
 Regimes: the phase's default (16 prompts) and 64 prompts, the reference's own rate 0 (vLLM float32 on CPU: 0/16,
 2026-12-04), 0.1 and 0.3; the alternative's extra share 0.25 and 0.5 (bfloat16 on the same engine changed 8/16).
@@ -25,8 +25,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
-from evalharness.analysis.batching import batch_change  # noqa: E402
-from evalharness.records.measures import BatchAnswer, BatchDependence  # noqa: E402
+from evalharness.measures.batching.compare import compare as batch_change  # noqa: E402
+from evalharness.measures.batching.spec import BatchAnswer, BatchDependence  # noqa: E402
 
 
 def _side(changed: np.ndarray) -> BatchDependence:

@@ -25,7 +25,6 @@ from evalharness.analysis.sequential import Levels, final_levels
 from evalharness.analysis.confirmation import refresh_confirmation
 from evalharness.analysis.decision import decide as decide_shipping
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
-from evalharness.analysis.batching import batch_change
 from evalharness.measures.comparisons import changes as measure_changes
 from evalharness.analysis.numerics import compare_distributions
 from evalharness.analysis.outputlength import DOCUMENT_FIELDS, length_ratio, scenario_lengths, tolerance_of
@@ -149,8 +148,6 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
                           (change.reference or change.cell)]
     decide_run({cell.id: (drift, evidence)}, gate)
     drift.lengths += scenario_lengths(reference.throughput, cell.throughput, tolerance)
-    if reference.batching is not None and cell.batching is not None:
-        drift.batching = batch_change(reference.batching, cell.batching, _alpha(gate))
     drift.measures = measure_changes(reference.measures, cell.measures, _alpha(gate))
     ref_probes = load_probe_outputs(ref_dir / "cells" / reference.id / "probes.jsonl")
     cell_probes = load_probe_outputs(cell_dir / "cells" / cell.id / "probes.jsonl")

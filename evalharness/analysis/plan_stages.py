@@ -215,7 +215,7 @@ def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, 
 
 def batching_seconds(matrix: Mapping[str, Any], rows: Sequence[Any], tokens: Mapping[str, Figure],
                      tok_s: float | None) -> Figure:
-    """A launch's batching passes (matrix `batching`, phases/batching.py), at most: `count` greedy prompts of
+    """A launch's batching passes (matrix `batching`, measures/batching/phase.py), at most: `count` greedy prompts of
     `max_tokens` answered one at a time and again among `concurrency` in flight (the other requests asking twice as
     many tokens), and each of `tasks`' documents (at most `task_documents`, at most the task's own) answered one at a
     time; a stream no faster than one of the quality phase's, the box no faster than the quality phase."""

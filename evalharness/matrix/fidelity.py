@@ -1,6 +1,6 @@
-"""The matrix's fidelity sections (issue 39): batch dependence (answers alone against inside a full batch) and drift
-and speed by context length (the per-bucket tasks and scenarios the matrix adds). Pure; imports only matrix/base.py
-and matrix/throughput.py.
+"""The matrix's fidelity section (issue 39): drift and speed by context length (the per-bucket tasks and scenarios
+the matrix adds). Batch dependence, once here, is a measure's (measures/batching/spec.py). Pure; imports only
+matrix/base.py and matrix/throughput.py.
 """
 
 from __future__ import annotations
@@ -56,26 +56,3 @@ class LengthSection(_Strict):
                          input_len=b, output_len=self.speed_output_len, prompts=f"length:{b}",
                          repeats=self.speed_repeats, warmup_requests=1 if i == 0 else 0)
                 for i, b in enumerate(self.buckets)]
-
-
-class BatchingSection(_Strict):
-    """Batch dependence (phases/batching.py, issue 39): the same greedy prompts answered alone, one at a time, and
-    inside a full batch of other requests; a cell whose answers change with batching more often than the reference's
-    is flagged (analysis/batching.py). Off unless enabled."""
-
-    enabled: bool = False
-    prompts: str | None = Field(None, description="JSONL of {id, prompt} or {id, messages}; default "
-                                "tasks/throughput/natural.jsonl (its later lines are the batch's other requests)")
-    count: int = Field(64, gt=0, description="prompts answered alone and in the batch (benchmarks/batching_flag.py: "
-                       "at 16 a cell changing a quarter more of its answers is caught about 1 time in 8, at 64 almost "
-                       "always)")
-    max_tokens: int = Field(64, gt=0, description="greedy tokens per answer (the batch's other requests ask twice as "
-                            "many, so the batch stays full while the prompts are answered)")
-    concurrency: int = Field(16, gt=1, description="requests in flight in the batched pass: the deployment's "
-                             "operating concurrency")
-    tasks: list[str] = Field(default_factory=list, description="quality tasks answered again one request at a time, "
-                             "on `task_documents` of their documents, and paired per document against the cell's own "
-                             "answers at quality.concurrency (the drift's test and margin: analysis/loaddrift.py)")
-    task_documents: int = Field(60, gt=0, description="documents of each of `tasks` answered one at a time (a "
-                                "seeded subset, the same in every cell): 60 greedy documents that agree certify a "
-                                "margin of 0.1 (40: inconclusive)")

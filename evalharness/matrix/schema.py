@@ -12,7 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from evalharness.matrix.base import NAME_PATTERN, TASK_PATTERN, _Strict, unknown_name  # noqa: F401  (re-exported)
 from evalharness.matrix.confirm import ConfirmSection
-from evalharness.matrix.fidelity import BatchingSection, LengthSection
+from evalharness.matrix.fidelity import LengthSection
 from evalharness.matrix.quality import QualitySection, TaskSettings
 from evalharness.measures.specs import MeasureSections
 from evalharness.matrix.throughput import (  # noqa: F401  (re-exported)
@@ -200,7 +200,6 @@ class Matrix(MeasureSections):  # every measure's section (measures/specs.py), w
     requests: RequestsSection = Field(default_factory=RequestsSection)
     probes: ProbesSection = Field(default_factory=ProbesSection)
     distribution: DistributionSection = Field(default_factory=DistributionSection)
-    batching: BatchingSection = Field(default_factory=BatchingSection)
     length: LengthSection = Field(default_factory=LengthSection)
     quality: QualitySection | None = None
     throughput: ThroughputSection | None = None

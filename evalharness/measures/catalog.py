@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-MEASURES = ("prefix_cache", "calls_modes")
+MEASURES = ("batching", "prefix_cache", "calls_modes")
 
 
 @dataclass(frozen=True)

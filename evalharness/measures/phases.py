@@ -1,4 +1,4 @@
-"""Every measure's phase, in the order the runner runs them after the batch-dependence phase (issue 59): the
+"""Every measure's phase, in the order the runner runs them after the numerics check (issue 59): the
 runner's loop (runner/cell.py) calls each enabled one with the served cell and its section."""
 
 from __future__ import annotations

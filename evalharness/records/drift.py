@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 class TaskDrift(BaseModel):
@@ -113,18 +113,6 @@ class SecondaryChange(BaseModel):
     changed: bool = False
 
 
-class BatchChange(BaseModel):
-    """A cell's greedy answers changed by batching against the reference's own rate (analysis/batching.py)."""
-
-    prompts: int  # prompts answered alone and batched on both sides
-    reference: float  # share of the reference's answers that changed when batched
-    cell: float
-    p_value: float | None = None  # paired, two-sided
-    flagged: bool = False  # credibly and materially more changed than the reference's
-    concurrency: int | None = None
-    mean_first_difference: float | None = None  # characters into the answer, over the cell's changed answers
-
-
 class OutputLength(BaseModel):
     """A cell's output tokens per answer against the reference's (analysis/outputlength.py): a cell that stops early
     looks faster. Per quality task, paired by document with an interval; per throughput scenario, the requests' mean
@@ -146,6 +134,26 @@ class OutputLength(BaseModel):
         return self.outcome in ("shorter", "longer")
 
 
+# keys a cell's record (or its drift) once held at its top level, before their measure moved into a folder of
+# evalharness/measures/ (issue 59): a run saved before reads them into `measures`, so it resumes and re-renders alike
+MOVED_TO_MEASURES = ("batching",)
+
+
+def lift_moved_measures(data: Any) -> Any:
+    """A saved record's top-level keys of MOVED_TO_MEASURES moved into its `measures` (a record without them, or
+    that is not a mapping, as it is)."""
+    if not isinstance(data, dict) or not any(key in data for key in MOVED_TO_MEASURES):
+        return data
+    data = dict(data)
+    measures = dict(data.get("measures") or {})
+    for key in MOVED_TO_MEASURES:
+        value = data.pop(key, None)
+        if value is not None:
+            measures.setdefault(key, value)
+    data["measures"] = measures
+    return data
+
+
 class CellDrift(BaseModel):
     cell: str
     tasks: list[TaskDrift] = []
@@ -165,8 +173,9 @@ class CellDrift(BaseModel):
     # how a generation task's answers ended against the reference's (analysis/secondary.py ENDING_FIELDS): cut off,
     # looping, empty behind reasoning; the same rule
     endings: list[SecondaryChange] = []
-    batching: BatchChange | None = None  # greedy answers changed by batching, against the reference's own rate
     measures: dict[str, dict[str, Any]] = {}  # each measure's change by its key (evalharness/measures/comparisons.py)
+
+    _lift = model_validator(mode="before")(lift_moved_measures)
     lengths: list[OutputLength] = []  # output tokens per answer against the reference's, per task and scenario
 
 

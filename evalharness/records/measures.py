@@ -250,36 +250,6 @@ class ProbeSummary(BaseModel):
     reasoning: bool = False  # the cell reasons, so its probes had the reasoning budget
 
 
-class BatchAnswer(BaseModel):
-    """One prompt's greedy answer alone and inside a full batch (phases/batching.py)."""
-
-    id: str
-    alone: str | None = None
-    batched: str | None = None
-    first_difference: int | None = None  # the first character where the two differ (None: identical)
-    error: str | None = None
-
-    @property
-    def differs(self) -> bool:
-        return self.error is None and self.alone != self.batched
-
-
-class BatchDependence(BaseModel):
-    """What batching did to a cell's greedy answers: each prompt alone (one request at a time) and again among
-    `concurrency` requests in flight."""
-
-    concurrency: int
-    max_tokens: int
-    answers: list[BatchAnswer] = []
-    seconds: float = 0.0
-
-    def answered(self) -> list[BatchAnswer]:
-        return [a for a in self.answers if a.error is None]
-
-    def differing(self) -> int:
-        return sum(a.differs for a in self.answers)
-
-
 class RequestTally(BaseModel):
     """What one phase's requests went through."""
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from evalharness.records.decision import Decision
-from evalharness.records.drift import CellDrift, LoadDrift, TaskNoise
-from evalharness.records.measures import (BatchDependence, CrashReason, LogWarning, ProbeSummary, RequestTally,
+from evalharness.records.drift import CellDrift, LoadDrift, TaskNoise, lift_moved_measures
+from evalharness.records.measures import (CrashReason, LogWarning, ProbeSummary, RequestTally,
                                           ScenarioResult, TaskScore)
 
 SCHEMA_VERSION = 1
@@ -85,10 +85,9 @@ class CellResult(BaseModel):
     throughput: list[ScenarioResult] = []
     distribution: dict[str, Any] | None = Field(None, description="the numerics check's summary "
                                                 "(phases/distribution.py)")
-    batching: BatchDependence | None = Field(None, description="greedy answers alone and in a full batch "
-                                             "(phases/batching.py); None when the phase is off")
     measures: dict[str, dict[str, Any]] = Field(default_factory=dict, description="each measure's record by its key "
                                                 "(evalharness/measures/specs.py reads one back as its model)")
+    _lift = model_validator(mode="before")(lift_moved_measures)  # a run saved before batching was a measure
     requests: dict[str, RequestTally] = Field(default_factory=dict, description="per phase: requests, failures "
                                               "after retries, retries, error kinds (throughput: per scenario)")
     drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")

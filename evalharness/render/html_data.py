@@ -24,7 +24,6 @@ from evalharness.records.cellfiles import CellFileError, load_probe_outputs, loa
 from evalharness.records.measures import ProbeOutput, TaskScore
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.calls import HEADER as CALLS_HEADER, NOTE as CALLS_NOTE, calls_tables
-from evalharness.render.batching import batching_tables
 from evalharness.measures.reports import measure_data
 from evalharness.render.length import length_table
 from evalharness.render.drift import interval_text, verdict_text
@@ -338,7 +337,6 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
         "tasks": tasks,
         "calls": {"header": CALLS_HEADER, "note": CALLS_NOTE, "tables": calls_tables(run)},
         "length": length_table(run),
-        "batching": batching_tables(run),
         "measures": measure_data(run),
         "strings": strings.values,
         "probes": _probes(run, run_dir),

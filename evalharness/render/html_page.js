@@ -328,13 +328,6 @@
             i === 0 && cellText === data.reference ? `${cellText} (reference)` : cellText)))))))];
   }
 
-  function batchingSection(data) {
-    const tables = data.batching;
-    if (!tables) return null;
-    return section("batching", "Batch dependence", plainTable(tables.changed, "batching-table", data),
-      tables.load ? plainTable(tables.load, "load-table", data) : null);
-  }
-
   // every measure's section (evalharness/measures/): its tables as plain text, inserted as text
   function measureSections(data) {
     return (data.measures || []).map((m) =>
@@ -417,7 +410,7 @@
       (data.verdict || []).length ? el("section", {id: "verdict"}, el("blockquote", {class: "verdict"}, data.verdict.map((line) => el("p", {}, linked(line))))) : null,
       el("section", {id: "recommendation"}, el("p", {class: "recommendation"}, data.recommendation ? linked(data.recommendation) : "No recommendation: the run has no finished reference and other cell."),
         data.launch ? el("details", {}, el("summary", {}, "its launch command"), el("pre", {}, data.launch)) : null),
-      chartSection(data, select), curvesSection(data), tableSection(data, select, linked), callsSection(data), batchingSection(data), ...measureSections(data), lengthSection(data), documentsSection(data), probesSection(data), settingsSection(data),
+      chartSection(data, select), curvesSection(data), tableSection(data, select, linked), callsSection(data), ...measureSections(data), lengthSection(data), documentsSection(data), probesSection(data), settingsSection(data),
       data.notes.length ? section("notes", "Notes", el("ul", {}, data.notes.map((n) => el("li", {}, n)))) : null, readingSection(data));
     document.body.setAttribute("data-ready", String(Math.round(performance.now() - started)));
   }

@@ -15,7 +15,7 @@ import httpx
 
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.measures.phases import PHASES
-from evalharness.phases import batching, distribution
+from evalharness.phases import distribution
 from evalharness.phases.retries import ServerDied
 from evalharness.phases.served import Served
 from evalharness.records.run import CellResult
@@ -112,17 +112,6 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
         if not alive():
             raise ServerDied("the server exited during the numerics check (distribution)")
         judge_requests(matrix, state, "distribution", tally, alive)
-    if matrix.batching.enabled:
-        state.enter("batching", progress)
-        state.phase = "batching"
-        settings = matrix.batching
-        state.batching, tally = batching.run_phase(
-            plan.base_url, plan.served_model_name, Path(settings.prompts) if settings.prompts else None,
-            settings.count, settings.max_tokens, settings.concurrency, matrix.timeouts.request_s,
-            retries=matrix.requests.retries, hung_after=matrix.requests.hung_after)
-        if not alive():
-            raise ServerDied("the server exited during the batch-dependence phase")
-        judge_requests(matrix, state, "batching", tally, alive)
     for spec, run_phase in PHASES:  # every measure's phase (evalharness/measures/phases.py), written once
         section = getattr(matrix, spec.key)
         if not section.enabled:

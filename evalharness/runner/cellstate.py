@@ -10,7 +10,7 @@ from typing import Any
 
 from evalharness.matrix.schema import Cell
 from evalharness.records.masking import mask_args, mask_argv, mask_env
-from evalharness.records.measures import BatchDependence, ProbeSummary, RequestTally, ScenarioResult, TaskScore
+from evalharness.records.measures import ProbeSummary, RequestTally, ScenarioResult, TaskScore
 from evalharness.records.provenance import now_iso
 from evalharness.records.run import CellResult, TeardownRecord
 from evalharness.runner.phaseclock import PhaseClock
@@ -56,7 +56,6 @@ class CellRun:
         self.screened: str | None = None
         self.throughput: list[ScenarioResult] = []
         self.distribution: dict[str, Any] | None = None
-        self.batching: BatchDependence | None = None
         self.measures: dict[str, dict[str, Any]] = {}  # each measure's record by its key (evalharness/measures/)
         self.requests: dict[str, RequestTally] = {}
         self.started_at = now_iso()
@@ -94,7 +93,6 @@ class CellRun:
             screened=self.screened,
             throughput=self.throughput,
             distribution=self.distribution,
-            batching=self.batching,
             measures=self.measures,
             requests=self.requests,
             log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,

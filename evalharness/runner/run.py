@@ -144,7 +144,7 @@ def check_task_data(matrix: Matrix) -> None:
         except DataMissing as exc:
             raise RunError(f"quality: {exc} (nothing was launched)") from None
     if matrix.batching.enabled:
-        from evalharness.phases.batching import DEFAULT_PROMPTS, BatchPromptsError, load_prompts
+        from evalharness.phases.prompts import DEFAULT_PROMPTS, BatchPromptsError, load_prompts
 
         try:
             load_prompts(Path(matrix.batching.prompts) if matrix.batching.prompts else DEFAULT_PROMPTS,

@@ -1,9 +1,10 @@
-"""Batch dependence on the real embedded engine (issue 39, phases/batching.py): a run of two cells on the session's
+"""Batch dependence on the real embedded engine (issue 39, measures/batching/): a run of two cells on the session's
 shared engine (engine external: both only read from it), the same configuration twice, with the phase on: each cell's
 greedy answers alone and among 8 requests in flight are recorded, the reference's own rate is reported, and the engine
 against itself is not flagged; a quality task's documents answered one at a time are paired with the same documents
-among 8 in flight, and nothing is lost to batching. (What a cell that changes more looks like is tests/unit/test_batching.py's, from
-answers recorded on this engine in bfloat16: 8 of 16 changed where float32 changed none.)"""
+among 8 in flight, and nothing is lost to batching. (What a cell that changes more looks like is
+tests/unit/measures/test_batching.py's, from answers recorded on this engine in bfloat16: 8 of 16 changed where
+float32 changed none.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import time
 
 import pytest
 
+from evalharness.measures.batching.spec import BatchChange, BatchDependence
+from evalharness.measures.specs import read
 from evalharness.records.io import load_run
 from tests.integration.conftest import SERVED_NAME, run_harness
 
@@ -36,18 +39,19 @@ def test_the_phase_runs_in_each_cell_and_the_engine_against_itself_is_not_flagge
     print(f"batching run: {time.monotonic() - begin:.0f}s")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = load_run(tmp_path / "out")
-    for cid in ("cell-ref", "cell-again"):
+    records = {cid: read(run.cells[cid].measures, "batching", BatchDependence) for cid in ("cell-ref", "cell-again")}
+    for cid, record in records.items():
         cell = run.cells[cid]
-        assert cell.status == "ok" and cell.batching is not None, (cid, cell.reason)
-        assert len(cell.batching.answered()) == COUNT and all(a.alone and a.batched for a in cell.batching.answers)
+        assert cell.status == "ok" and record is not None, (cid, cell.reason)
+        assert len(record.answered()) == COUNT and all(a.alone and a.batched for a in record.answers)
         assert cell.requests["batching"].failed == 0
-        print(f"{cid}: {cell.batching.differing()}/{COUNT} answers changed by batching, {cell.batching.seconds}s")
-    change = run.cells["cell-again"].drift.batching
+        print(f"{cid}: {record.differing()}/{COUNT} answers changed by batching, {record.seconds}s")
+    change = read(run.cells["cell-again"].drift.measures, "batching", BatchChange)
     assert change is not None and change.prompts == COUNT and not change.flagged, change
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "## Batch dependence" in report and f"| `cell-ref` (reference) | {run.cells['cell-ref'].batching.differing()}/{COUNT}" in report
+    assert "## Batch dependence" in report and f"| `cell-ref` (reference) | {records['cell-ref'].differing()}/{COUNT}" in report
     # quality among 8 requests in flight against the same documents alone, in both cells: the float32 engine answers
-    # them alike (what a cell that loses answers looks like is tests/unit/test_batching.py's)
+    # them alike (what a cell that loses answers looks like is tests/unit/measures/test_batching.py's)
     assert {e.cell for e in run.load_drift} == {"cell-ref", "cell-again"}
     for entry in run.load_drift:
         alone = next(t for t in run.cells[entry.cell].quality_alone if t.task == "eh_capitals")

@@ -1,13 +1,13 @@
 """The calls-modes check of a cell (issue 60, 2): per task, each mode against the mode it differs from by one thing
 (streamed against not at one concurrency and under load; under load against alone, streamed and not), paired per
-case over the cases answered in both, judged by the changed-answers rule (analysis/batching.py `changed_more`: the
+case over the cases answered in both, judged by the changed-answers rule (analysis/changed.py `changed_more`: the
 share of answers that are not valid calls credibly higher at the gate's alpha, and by at least 2 points). The cell
 is judged against itself: a mode's own other mode is the floor, as the issue asks; the reference's figures for the
 same pairs are kept beside it. Reads records only."""
 
 from __future__ import annotations
 
-from evalharness.analysis.batching import changed_more
+from evalharness.analysis.changed import changed_more
 from evalharness.measures.calls_modes.spec import PAIRS, CallsModesChange, CallsModesRecord, ModeChange, TaskModes
 
 

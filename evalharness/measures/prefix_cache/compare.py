@@ -1,6 +1,6 @@
 """The prefix-cache check of a cell against the reference's own (issue 60, 1): per prompt, whether its greedy answer
 changed between a cold and a warm cache, paired across the two sides by prompt and judged by the changed-answers
-rule every such check uses (analysis/batching.py `changed_more`: the paired test at the gate's alpha and two points
+rule every such check uses (analysis/changed.py `changed_more`: the paired test at the gate's alpha and two points
 more). The log-probabilities are shown beside it, as evidence, not judged: the floor of a float difference is the
 reference's own, and no benchmark here has measured a rule on them. Reads records only."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from evalharness.analysis.batching import changed_by_prompt
+from evalharness.analysis.changed import changed_by_prompt
 from evalharness.measures.prefix_cache.spec import PrefixCacheChange, PrefixCacheRecord
 
 

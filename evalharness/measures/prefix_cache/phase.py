@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from evalharness.measures.prefix_cache.spec import CacheAnswer, PrefixCacheRecord, PrefixCacheSection
-from evalharness.phases.batching import answer_text, first_difference, load_prompts
+from evalharness.phases.prompts import answer_text, first_difference, load_prompts
 from evalharness.phases.openai_api import Endpoint
 from evalharness.phases.retries import RequestFailed
 from evalharness.phases.served import Served

@@ -1,43 +1,47 @@
-"""The report's "Batch dependence" section (issue 39), for report.md and report.html alike: per cell, how many greedy
-answers changed between alone and inside a full batch, beside the reference's own count, and whether the cell is
-flagged (analysis/batching.py); then each cell's quality among its concurrent requests against the same documents
-answered one at a time (analysis/loaddrift.py). Pure; reads records only."""
+"""Batch dependence's tables (issue 39), for report.md and report.html alike: per cell, how many greedy answers
+changed between alone and inside a full batch, beside the reference's own count, and whether the cell is flagged
+(compare.py); then each cell's quality among its concurrent requests against the same documents answered one at a
+time (analysis/loaddrift.py, RunResult.load_drift). Plain text cells; the registry (measures/reports.py) escapes and
+lays them out. Reads records only."""
 
 from __future__ import annotations
 
+from evalharness.measures.batching.spec import KEY, BatchChange, BatchDependence
+from evalharness.measures.specs import read
 from evalharness.records.run import RunResult
 from evalharness.render.drift import interval_text
-from evalharness.render.markdown import bold_verdict, markdown_table, md_text
 
 CHANGED_HEADER = ["cell", "answers changed by batching", "first difference (chars, mean)", "verdict"]
 
 
-def batching_tables(run: RunResult) -> dict | None:
-    """Both tables as plain text ({changed: {note, header, rows}, load: {...} or None}; rows' first column a cell
-    id), or None when the phase did not run."""
+def tables(run: RunResult) -> list[dict] | None:
+    """Both tables ({note, header, rows}; rows' first column a cell id), the second only where tasks were answered
+    alone; None when the phase did not run."""
     reference = run.cells.get(run.reference) if run.reference else None
-    if reference is None or reference.batching is None:
+    own = read(reference.measures, KEY, BatchDependence) if reference is not None else None
+    if own is None:
         return None
-    own = reference.batching
     rows = [[run.reference, f"{own.differing()}/{len(own.answered())}", "", ""]]
     for cid in run.cell_order:
         cell = run.cells.get(cid)
-        if cell is None or cid == run.reference or cell.batching is None:
+        record = read(cell.measures, KEY, BatchDependence) if cell is not None and cid != run.reference else None
+        if record is None:
             continue
-        change = cell.drift.batching if cell.drift else None
+        change = read(cell.drift.measures if cell.drift else None, KEY, BatchChange)
         verdict = ("not compared" if change is None else
                    (f"flagged (p {change.p_value:.2g})" if change.flagged else
                     f"not flagged (p {change.p_value:.2g})" if change.p_value is not None else "not flagged"))
         first = ("" if change is None or change.mean_first_difference is None
                  else f"{change.mean_first_difference:.0f}")
-        rows.append([cid, f"{cell.batching.differing()}/{len(cell.batching.answered())}", first, verdict])
+        rows.append([cid, f"{record.differing()}/{len(record.answered())}", first, verdict])
     changed = {"note": f"The same {len(own.answers)} greedy prompts answered alone (one request at a time) and again "
                        f"among {own.concurrency} requests in flight, {own.max_tokens} tokens each; an answer that "
                        "differs by a character changed. Few engines are batch-invariant, so the reference's own count "
                        "is the floor: a cell is flagged when its share is credibly above it (paired by prompt, alpha "
                        "of the gate, and at least 2 points more).",
                "header": CHANGED_HEADER, "rows": rows}
-    return {"changed": changed, "load": _load_table(run)}
+    load = _load_table(run)
+    return [changed] if load is None else [changed, load]
 
 
 def _load_table(run: RunResult) -> dict | None:
@@ -64,18 +68,5 @@ def _num(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
-def _cell(run: RunResult, cid: str) -> str:
-    return f"`{md_text(cid)}`" + (" (reference)" if cid == run.reference else "")
-
-
-def batching_section(run: RunResult) -> list[str]:
-    tables = batching_tables(run)
-    if tables is None:
-        return []
-    out = ["## Batch dependence", ""]
-    for table in (tables["changed"], tables["load"]):
-        if table is not None:
-            rows = [[_cell(run, row[0]), *(md_text(c) for c in row[1:-1]), bold_verdict(row[-1])]
-                    for row in table["rows"]]
-            out += [table["note"], "", markdown_table(table["header"], rows), ""]
-    return out
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"

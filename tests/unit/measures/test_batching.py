@@ -1,4 +1,4 @@
-"""Batch dependence (issue 39, phases/batching.py, analysis/batching.py, render/batching.py) from recorded answers: a
+"""Batch dependence (issue 39, measures/batching/, phases/prompts.py, analysis/changed.py) from recorded answers: a
 cell whose batched answers change more often than the reference's is flagged, one that changes as often is not; the
 section says both; the phase is off unless enabled and its prompts are checked before launch."""
 
@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from evalharness.analysis.batching import batch_change
+from evalharness.measures.batching.compare import compare as batch_change
+from evalharness.measures.batching.spec import BatchAnswer, BatchDependence
+from evalharness.measures.reports import measure_sections
 from evalharness.matrix.errors import SpecError
 from evalharness.matrix.load import load_matrix
-from evalharness.phases.batching import BatchPromptsError, first_difference, load_prompts
+from evalharness.phases.prompts import BatchPromptsError, first_difference, load_prompts
 from evalharness.records.drift import CellDrift
-from evalharness.records.measures import BatchAnswer, BatchDependence
 from evalharness.records.run import CellResult, RunMeta, RunResult
-from evalharness.render.batching import batching_section
 from tests.headless import browser  # noqa: F401  (a fixture)
 
 # recorded on vLLM 0.32.0's CPU build (2026-12-04): float32 answered every prompt alike alone and batched; bfloat16
@@ -72,26 +72,29 @@ def _run(cells: dict[str, BatchDependence | None]) -> RunResult:
     results = {}
     for cid, side in cells.items():
         results[cid] = CellResult(id=cid, axes={}, settings_hash="h", engine="vllm", args={}, env={}, argv=[],
-                                  status="ok", phase="done", batching=side, started_at="t", finished_at="t",
+                                  status="ok", phase="done", started_at="t", finished_at="t",
                                   duration_s=1.0)
     meta = RunMeta(harness_version="0", engine="vllm", matrix_name="m", matrix_path="m", started_at="t")
     run = RunResult(meta=meta, reference="ref", cell_order=list(cells), cells=results)
+    for cid, side in cells.items():
+        if side is not None:
+            results[cid].measures["batching"] = side.model_dump(mode="json")
     for cid in list(cells)[1:]:
-        if results[cid].batching is not None:
-            results[cid].drift = CellDrift(cell=cid, batching=batch_change(results["ref"].batching,
-                                                                           results[cid].batching, 0.05))
+        if cells[cid] is not None:
+            change = batch_change(cells["ref"], cells[cid], 0.05)
+            results[cid].drift = CellDrift(cell=cid, measures={"batching": change.model_dump(mode="json")})
     return run
 
 
 def test_the_section_gives_the_references_own_count_and_each_cells_verdict():
-    text = "\n".join(batching_section(_run({"ref": _side({3}), "bf16": _side(set(range(8))), "f32b": _side({3})})))
+    text = "\n".join(measure_sections(_run({"ref": _side({3}), "bf16": _side(set(range(8))), "f32b": _side({3})})))
     assert "## Batch dependence" in text and "among 16 requests in flight" in text
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
             for line in text.splitlines() if line.startswith("| `")}
     assert rows["`ref` (reference)"][0] == "1/16"
     assert rows["`bf16`"][0] == "8/16" and rows["`bf16`"][2].startswith("**flagged**")
     assert rows["`f32b`"][2].startswith("not flagged")
-    assert batching_section(_run({"ref": None, "x": None})) == []  # the phase off: no section
+    assert measure_sections(_run({"ref": None, "x": None})) == []  # the phase off: no section
 
 
 def test_the_phase_is_off_unless_enabled_and_its_prompts_are_checked(tmp_path):
@@ -136,8 +139,8 @@ def test_quality_among_concurrent_requests_is_paired_with_the_same_documents_alo
     assert by_cell["defect"].drift.paired == 60 and by_cell["defect"].drift.outcome == "worse"
     assert by_cell["defect"].drift.reference == 1.0 and by_cell["defect"].drift.delta < -0.2
     assert by_cell["fine"].drift.outcome == "equivalent" and by_cell["ref"].drift.outcome == "equivalent"
-    run.cells["ref"].batching = _side(set())
-    text = "\n".join(batching_section(run))
+    run.cells["ref"].measures["batching"] = _side(set()).model_dump(mode="json")
+    text = "\n".join(measure_sections(run))
     rows = [line for line in text.splitlines() if line.startswith("| `") and "eh\\_capitals" in line]
     assert len(rows) == 3 and "**worse**" in next(r for r in rows if r.startswith("| `defect`"))
     assert "| `ref` (reference) |" in rows[0] and "at concurrency 16" in text
@@ -152,18 +155,34 @@ def test_report_html_shows_both_batching_tables_as_text(browser, tmp_path):
     page = tmp_path / "report.html"
     page.write_text(render_html(run, tmp_path), encoding="utf-8")
     open_page(browser, page)
-    rows = browser.find_elements("css selector", "#batching table.batching-table tbody tr")
+    rows = browser.find_elements("css selector", "#measure-batching table.measure-table tbody tr")
     assert [r.find_elements("css selector", "td")[0].text for r in rows] == ["ref (reference)", "bf16", "f32b"]
     assert rows[1].find_elements("css selector", "td.worse")[0].text.startswith("flagged")
-    assert not browser.find_elements("css selector", "#batching table.load-table")  # no task answered alone
+    assert len(browser.find_elements("css selector", "#measure-batching table")) == 1  # no task answered alone
 
 
 def test_a_thinking_models_reasoning_is_compared_with_its_answer():
     from types import SimpleNamespace
 
-    from evalharness.phases.batching import answer_text
+    from evalharness.phases.prompts import answer_text
 
     assert answer_text(SimpleNamespace(content="Paris", model_extra={})) == "Paris"
     thinking = SimpleNamespace(content=None, model_extra={"reasoning_content": "Let me think"})
     other = SimpleNamespace(content=None, model_extra={"reasoning_content": "Let me see"})
     assert answer_text(thinking) != answer_text(other) and answer_text(thinking).startswith("Let me think")
+
+
+def test_a_run_saved_before_batching_was_a_measure_reads_and_renders_alike():
+    """results.json written before issue 59 kept the record at the cell's top level (`batching`) and its change in
+    `drift.batching`: both read into `measures`, and the section renders as from a new run."""
+    new = _run({"ref": _side({3}), "bf16": _side(set(range(8)))})
+    saved = json.loads(new.model_dump_json())
+    for cell in saved["cells"].values():
+        cell["batching"] = cell["measures"].pop("batching")
+        if cell.get("drift"):
+            cell["drift"]["batching"] = cell["drift"]["measures"].pop("batching")
+    old = RunResult.model_validate(saved)
+    assert old.cells["bf16"].measures["batching"] == new.cells["bf16"].measures["batching"]
+    assert old.cells["bf16"].drift.measures["batching"]["flagged"] is True
+    assert measure_sections(old) == measure_sections(new) and "**flagged**" in "\n".join(measure_sections(old))
+    assert "batching" not in json.loads(old.model_dump_json())["cells"]["bf16"]  # written back in the new place
