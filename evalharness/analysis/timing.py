@@ -1,17 +1,25 @@
 """Where a run's time went (pure): per cell, wall time by phase, the share spent outside the engine's own work, and an
 estimate of the whole matrix's wall time once its reference cell has run.
 
-The engine's own work is the time it spends answering measuring requests: probes, distribution, quality (each
+The engine's own work is the time it spends answering measuring requests: probes, distribution, each measure's
+phase (evalharness/measures/: batch dependence, the prefix cache, calls under load), quality (each
 task's time includes starting lm-eval's process, a few seconds, so the share outside is, if anything, understated)
 and throughput. Outside it: startup (launch to ready), resolve, teardown, and whatever no phase clock covered.
 """
 
 from __future__ import annotations
 
+from evalharness.measures.catalog import MEASURES
 from evalharness.records.run import CellResult, RunResult
 
-ENGINE_WORK = ("probes", "distribution", "quality", "throughput")
-GROUPS = ("startup", "resolve", "probes", "distribution", "quality", "throughput", "teardown")
+ENGINE_WORK = ("probes", "distribution", *MEASURES, "quality", "throughput")
+GROUPS = ("startup", "resolve", "probes", "distribution", *MEASURES, "quality", "throughput", "teardown")
+
+
+def shown_groups(run: RunResult) -> tuple[str, ...]:
+    """GROUPS less the measures no cell of the run timed (a measure's column only where it ran)."""
+    timed = {group_of(phase) for cell in run.cells.values() for phase in (cell.phase_seconds or {})}
+    return tuple(g for g in GROUPS if g not in MEASURES or g in timed)
 
 
 def group_of(phase: str) -> str:

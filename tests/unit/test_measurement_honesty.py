@@ -219,3 +219,16 @@ def test_outside_share_and_the_estimate():
     not_yet = _run([_cell("x", [])], order=["x", "y"])
     not_yet.reference = "y"
     assert estimate_total_s(not_yet) is None and estimate_line(not_yet) is None
+
+
+def test_a_measures_phase_is_the_engines_work_and_has_its_column_where_it_ran():
+    """The demo's prefix-cache and calls checks (2026-12-07) took 45 of the reference's 325 s, and the table showed
+    neither: their seconds were missing from the row and counted as outside the engine's work."""
+    phases = {"startup": 40.0, "resolve": 1.0, "probes": 4.0, "distribution": 5.0, "prefix_cache": 12.0,
+              "calls_modes": 8.0, "quality:a": 20.0, "throughput:single": 5.0, "teardown": 5.0}
+    ref = _cell("ref", [], duration=100.0, phases=phases)
+    assert outside_share(ref) == pytest.approx(0.46)  # startup 40, resolve 1, teardown 5 of 100 s: the checks are work
+    text = render_markdown(_run([ref], order=["ref"]))
+    header = next(line for line in text.splitlines() if line.startswith("| cell | status | total s |"))
+    assert "prefix_cache" in header and "calls_modes" in header and "batching" not in header  # only what ran
+    assert "| `ref` | ok | 100 | 40 | 1 | 4 | 5 | 12 | 8 | 20 | 5 | 5 | 0 | 46% |" in text
