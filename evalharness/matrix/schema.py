@@ -45,7 +45,7 @@ def _check_flags(args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-LaunchedEngine = Literal["sglang", "vllm"]
+LaunchedEngine = Literal["sglang", "vllm", "transformers"]
 
 
 class Settings(_Strict):
@@ -180,7 +180,7 @@ class Matrix(MeasureSections):  # every measure's section (measures/specs.py), w
 
     name: str = Field(min_length=1)
     description: str | None = None
-    engine: Literal["sglang", "vllm", "external"] | None = Field(
+    engine: Literal["sglang", "vllm", "transformers", "external"] | None = Field(
         None, description="the engine of every cell whose axis values do not name one; needed unless they all do")
     model: str = Field(min_length=1)
     served_model_name: str | None = None
@@ -223,7 +223,7 @@ class Matrix(MeasureSections):  # every measure's section (measures/specs.py), w
             raise ValueError(f"axes: engine 'external' serves one endpoint; {', '.join(engine_values)} name "
                              "engines to launch")
         if self.engine is None and not engine_values:
-            raise ValueError("engine: needed (sglang, vllm or external), unless axis values name each cell's engine")
+            raise ValueError("engine: needed (sglang, vllm, transformers or external), unless axis values name each cell's engine")
         if self.engine == "external":
             if not self.base_url:
                 raise ValueError("base_url: engine 'external' needs the base_url of the running endpoint")

@@ -150,7 +150,7 @@ def local_tokenizer(spec: dict[str, Any], base_url: str, timeout_s: float) -> di
     from evalharness.phases._local_tokenizer import (LocalTokenizer, engine_agreement, served_tokenizer,
                                                      tokenizer_folder)
 
-    where = spec.get("tokenizer_path") or served_tokenizer(base_url, timeout_s)
+    where = spec.get("tokenizer_path") or served_tokenizer(base_url, timeout_s, spec["model"])
     tokenizer = LocalTokenizer(tokenizer_folder(where))
     return {**tokenizer.describe(), "served": where,
             "engine_agrees": engine_agreement(tokenizer, base_url, spec["model"], timeout_s)}

@@ -130,9 +130,10 @@ def root_of(base_url: str) -> str:
     return url[:-3] if url.endswith("/v1") else url
 
 
-def served_tokenizer(base_url: str, timeout_s: float = 30.0) -> str:
+def served_tokenizer(base_url: str, timeout_s: float = 30.0, served_model: str | None = None) -> str:
     """Where the engine behind `base_url` loaded its tokenizer from: SGLang's /model_info (`tokenizer_path`), else
-    vLLM's /v1/models (`root`, the model it serves)."""
+    vLLM's /v1/models (`root`, the model it serves), else the served model's name where it is a local folder (a
+    server that names its model by the path it was given: transformers serve, whose /v1/models fails offline)."""
     import httpx
 
     root = root_of(base_url)
@@ -149,8 +150,10 @@ def served_tokenizer(base_url: str, timeout_s: float = 30.0) -> str:
         except (httpx.HTTPError, ValueError) as exc:
             raise TokenizerProblem(f"tokenizer: local: could not ask {root} which tokenizer it serves: "
                                    f"{type(exc).__name__}: {exc}") from None
+    if served_model and Path(served_model).is_dir():
+        return served_model
     raise TokenizerProblem(f"tokenizer: local: {root} names no tokenizer path (neither /model_info's "
-                           "tokenizer_path nor /v1/models' root)")
+                           "tokenizer_path nor /v1/models' root, and the served model is no local folder)")
 
 
 def engine_agreement(tokenizer: LocalTokenizer, base_url: str, model: str, timeout_s: float = 30.0,

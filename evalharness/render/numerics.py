@@ -63,9 +63,13 @@ def numerics_section(run: RunResult) -> list[str]:
                      kl_text(dist.reverse), _own(dist.reverse),
                      "" if dist.disjoint_topk is None else f"{dist.disjoint_topk:.1%}",
                      "" if dist.same_top_token is None else f"{dist.same_top_token:.1%}", coarse])
-    if not rows:
-        return []
     reference = run.cells.get(run.reference)
+    if not rows:
+        said = (reference.distribution or {}) if reference is not None else {}
+        if said.get("path", "") is None and said.get("error"):  # the engine has no way to give the figures
+            return ["## Numerics: per-token KL divergence against the reference", "",
+                    f"Not measured: {md_text(said['error'], 200)}.", ""]
+        return []
     longest = (reference.distribution or {}).get("max_context_tokens") if reference is not None else None
     some_long = "some long" if longest is None else \
         f"any longer than {longest} tokens cut to its last {longest}: distribution.max_context_tokens"

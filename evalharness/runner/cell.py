@@ -99,7 +99,10 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
         state.phase = "probes"
         return server
-    if matrix.distribution.enabled:
+    if matrix.distribution.enabled and engine.logprob_path is None:  # nothing to ask: said, not failed
+        state.distribution = {"path": None, "scored": 0,
+                              "error": f"{engine.label} returns no log-probabilities by token id"}
+    elif matrix.distribution.enabled:
         state.enter("distribution", progress)
         state.phase = "distribution"
         prompts = Path(matrix.distribution.prompts) if matrix.distribution.prompts else None

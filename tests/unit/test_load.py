@@ -115,6 +115,17 @@ def test_a_final_usage_total_is_not_tokens_arriving_in_its_own_read():
     assert record.completion_tokens == 4 and stream.done
 
 
+def test_a_stream_that_ends_with_a_finish_reason_and_no_done_is_whole_and_one_without_either_is_not():
+    """transformers serve (5.19) closes its stream after the chunk that carries finish_reason and usage, with no
+    data: [DONE]; every request of its first throughput run was called truncated (2026-12-07)."""
+    last = b'data: {"choices": [{"delta": {}, "index": 0, "finish_reason": "length"}], "usage": ' \
+           b'{"prompt_tokens": 7, "completion_tokens": 3}}\n\n'
+    record, stream = _ingest(_event("a b"), _event(" c"), last)
+    assert stream.finished and not stream.done and record.completion_tokens == 3
+    record, stream = _ingest(_event("a b"), _event(" c"))  # cut mid-answer: nothing says it ended
+    assert not (stream.finished or stream.done)
+
+
 def test_an_error_event_in_the_stream_is_an_error():
     record, stream = _ingest(_event("a", 1), b'data: {"error": {"message": "engine died", "code": 500}}\n\n')
     assert stream.error == "stream_error: engine died"

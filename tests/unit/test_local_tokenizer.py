@@ -186,6 +186,10 @@ def test_the_engine_names_the_tokenizer_it_serves_and_its_tokenize_must_agree(en
     handler.routes.pop("/v1/models")
     with pytest.raises(TokenizerProblem, match="names no tokenizer path"):
         served_tokenizer(f"{root}/v1")
+    # a server that names its model by the folder it was given (transformers serve) and answers neither
+    assert served_tokenizer(f"{root}/v1", served_model=str(MODEL)) == str(MODEL)
+    with pytest.raises(TokenizerProblem, match="names no tokenizer path"):
+        served_tokenizer(f"{root}/v1", served_model="smollm2-135m")  # a name, not a folder
     with pytest.raises(TokenizerProblem, match="could not ask"):
         served_tokenizer("http://127.0.0.1:9/v1", timeout_s=2)
 

@@ -80,8 +80,8 @@ class LoadClient:
             if stream.error:
                 record.error = stream.error
                 return record
-            if not stream.done:
-                record.error = "truncated: the stream ended before data: [DONE]"
+            if not (stream.done or stream.finished):
+                record.error = "truncated: the stream ended before data: [DONE] or a finish_reason"
                 return record
             if record.completion_tokens is None:
                 record.completion_tokens = await self._count_with_tokenizer("".join(record.text_parts))

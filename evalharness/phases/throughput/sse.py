@@ -38,6 +38,7 @@ _COMPLETION_KEY = b'"completion_tokens":'
 _COMPLETION_COUNT = re.compile(rb'"completion_tokens":\s*(\d+)')
 _PROMPT_COUNT = re.compile(rb'"prompt_tokens":\s*(\d+)')
 _DONE = b"data: [DONE]"
+_FINISHED = re.compile(rb'"finish_reason":\s*"')  # a reason, not null (a key: model text escapes its quotes)
 
 
 @dataclass
@@ -49,6 +50,9 @@ class StreamState:
     # that arrived with that event
     counts_known: bool = True
     done: bool = False
+    # an event said why the answer ended (finish_reason): the answer is whole even where the server closes the stream
+    # without data: [DONE] (transformers serve 5.19 sends its usage with the finish and no [DONE])
+    finished: bool = False
     error: str | None = None
 
 
@@ -111,6 +115,7 @@ def ingest_block(record: RequestRecord, stream: StreamState, block: bytes, now: 
                 if prompt is not None:
                     record.prompt_tokens = int(prompt.group(1))
             stream.done = done
+            stream.finished = stream.finished or _FINISHED.search(block) is not None
             return
     _ingest_lines(record, stream, block, now)
 
@@ -147,6 +152,7 @@ def _ingest_lines(record: RequestRecord, stream: StreamState, block: bytes, now:
         choices = event.get("choices")
         if choices:
             first = choices[0]
+            stream.finished = stream.finished or bool(first.get("finish_reason"))
             text = first.get("text")
             if text is None:
                 delta = first.get("delta")

@@ -3,8 +3,10 @@
 from evalharness.serving.engines._common import Engine, LaunchPlan, render_args
 from evalharness.serving.engines.external import ExternalEngine
 from evalharness.serving.engines.sglang import SglangEngine
+from evalharness.serving.engines.transformers_serve import TransformersEngine
 from evalharness.serving.engines.vllm import VllmEngine
 
-ENGINES: dict[str, Engine] = {"sglang": SglangEngine(), "vllm": VllmEngine(), "external": ExternalEngine()}
+ENGINES: dict[str, Engine] = {"sglang": SglangEngine(), "vllm": VllmEngine(), "transformers": TransformersEngine(),
+                               "external": ExternalEngine()}
 
 __all__ = ["ENGINES", "Engine", "LaunchPlan", "render_args"]

@@ -44,8 +44,9 @@ class Engine(Protocol):
     # (return_spec_tokens_details), the cross-check of its counters
     load_request_extras: dict[str, Any]
     # how the numerics check asks for log-probabilities by token id (phases/distribution.py): "completions"
-    # (/v1/completions with ids and return_tokens_as_token_ids) or "generate" (SGLang's native /generate)
-    logprob_path: str
+    # (/v1/completions with ids and return_tokens_as_token_ids) or "generate" (SGLang's native /generate); None where
+    # the engine returns none (the check is recorded unavailable, with the reason)
+    logprob_path: str | None
     # the engine's endpoint that empties its prefix cache (POST; measures/prefix_cache/), None where it has none
     cache_flush_path: str | None
 
