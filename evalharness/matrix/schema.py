@@ -223,7 +223,8 @@ class Matrix(MeasureSections):  # every measure's section (measures/specs.py), w
             raise ValueError(f"axes: engine 'external' serves one endpoint; {', '.join(engine_values)} name "
                              "engines to launch")
         if self.engine is None and not engine_values:
-            raise ValueError("engine: needed (sglang, vllm, transformers or external), unless axis values name each cell's engine")
+            raise ValueError("engine: needed (sglang, vllm, transformers or external), unless axis values name each "
+                             "cell's engine")
         if self.engine == "external":
             if not self.base_url:
                 raise ValueError("base_url: engine 'external' needs the base_url of the running endpoint")

@@ -53,6 +53,19 @@ def test_sglang_plan_defaults_to_sglang_serve_and_health_generate():
     assert "--enable-metrics" not in off.argv
 
 
+def test_transformers_serve_plan_pins_the_model_it_is_given_and_is_asked_by_that_name():
+    """transformers serve (5.19) answers only requests that name the model it was started with ("Server is pinned
+    to '<path>'; requested 'x'"), so a served-model alias in the matrix cannot be the requests' name."""
+    matrix = Matrix(name="t", engine="transformers", model="/m", served_model_name="alias")
+    plan = ENGINES["transformers"].launch_plan(matrix, _cell({"--dtype": "float32"}, {"A": "1"}, "transformers"),
+                                               8124, "/out")
+    assert plan.argv == ["transformers", "serve", "/m", "--host", "127.0.0.1", "--port", "8124", "--dtype", "float32"]
+    assert plan.served_model_name == "/m" and plan.env["A"] == "1"
+    assert plan.root_url + plan.health_path == "http://127.0.0.1:8124/health"
+    assert ENGINES["transformers"].logprob_path is None and ENGINES["transformers"].cache_flush_path is None
+    assert ENGINES["transformers"].log_markers("[transformers] Loading model\nINFO: ok\n[transformers] ready") == 2
+
+
 def test_teardown_styles_are_engine_data():
     assert ENGINES["sglang"].terminate == "launcher" and ENGINES["vllm"].terminate == "group"
 
