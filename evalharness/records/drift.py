@@ -174,9 +174,9 @@ class CellDrift(BaseModel):
     # looping, empty behind reasoning; the same rule
     endings: list[SecondaryChange] = []
     measures: dict[str, dict[str, Any]] = {}  # each measure's change by its key (evalharness/measures/comparisons.py)
-
-    _lift = model_validator(mode="before")(lift_moved_measures)
     lengths: list[OutputLength] = []  # output tokens per answer against the reference's, per task and scenario
+
+    _lift = model_validator(mode="before")(lift_moved_measures)  # a drift saved before batching was a measure
 
 
 class TaskNoise(BaseModel):
