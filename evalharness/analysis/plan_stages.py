@@ -27,6 +27,8 @@ from evalharness.analysis.passpower import pass_margin, pass_repeats
 from evalharness.analysis.sizing import detectable_drop
 from evalharness.analysis.stats import paired_evidence
 from evalharness.matrix.confirm import ConfirmSection
+from evalharness.measures.catalog import PriceInputs
+from evalharness.measures.prices import price_measures
 
 POWER = 0.8  # exploration's "rules out" column, and the whole claim: a 1.3x unchanged finalist ships this often
 # The claim ships only if the speed half says "faster" too: its share, measured (benchmarks/two_stage.py): with
@@ -76,13 +78,13 @@ class Stage(BaseModel):
     startup_h: float | None = None
     answers_h: float | None = None
     speed_h: float | None = None
-    batching_h: float | None = 0.0  # the batching section's passes (exploration only)
+    measures_h: float | None = 0.0  # the enabled measures' phases (exploration only: a confirming launch runs none)
     bound: bool = False  # some part is an upper bound (max_gen_toks, timeouts.startup_s, at-most repeats)
     lacks: list[str] = []  # the figures without which its hours are unknown
 
     @property
     def hours(self) -> float | None:
-        parts = (self.startup_h, self.answers_h, self.speed_h, self.batching_h)
+        parts = (self.startup_h, self.answers_h, self.speed_h, self.measures_h)
         return None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
 
 
@@ -103,7 +105,7 @@ class StagesPlan(BaseModel):
     tok_s: float | None = None
     startup: Figure
     point: Figure  # seconds of one repeat of the operating point's scenario
-    batching: Figure = Figure(value=0.0, source="no batching section")  # seconds a launch
+    measures: dict[str, Figure] = {}  # each enabled measure's seconds a launch, by its title (measures/prices.py)
     tasks: list[StageTask] = []
     exploration: Stage
     confirmation: Stage  # all tries, at most
@@ -196,7 +198,10 @@ def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, 
                                            tries=tries, power=task_power(plan.confirmed_tasks),
                                            reference_share=task.confirm_repeats[1] / task.confirm_repeats[0])
         plan.tasks.append(task)
-    plan.batching = batching_seconds(matrix, rows, tokens, tok_s)
+    given = PriceInputs(tok_s=tok_s, concurrency=int((matrix.get("quality") or {}).get("concurrency") or 1),
+                        documents={r.task: r.documents for r in rows}, tokens={k: f.value for k, f in tokens.items()})
+    plan.measures = {title: Figure(value=price.seconds, source=price.source, bound=price.bound)
+                     for title, price in price_measures(matrix, given).items()}
     _stage_hours(plan, throughput)
     if budget_hours is not None:
         plan.budget = fit_budget(plan, rows, throughput, budget_hours)
@@ -211,36 +216,6 @@ def price_stages(matrix: Mapping[str, Any], rows: Sequence[Any], *, cells: int, 
         plan.notes.append(f"not priced: the length buckets' prompts, {prompts:,} prompt tokens a launch of "
                           "exploration (their prefill; no prefill rate is stated or measured)")
     return plan
-
-
-def batching_seconds(matrix: Mapping[str, Any], rows: Sequence[Any], tokens: Mapping[str, Figure],
-                     tok_s: float | None) -> Figure:
-    """A launch's batching passes (matrix `batching`, measures/batching/phase.py), at most: `count` greedy prompts of
-    `max_tokens` answered one at a time and again among `concurrency` in flight (the other requests asking twice as
-    many tokens), and each of `tasks`' documents (at most `task_documents`, at most the task's own) answered one at a
-    time; a stream no faster than one of the quality phase's, the box no faster than the quality phase."""
-    section = matrix.get("batching") or {}
-    if not section.get("enabled"):
-        return Figure(value=0.0, source="no batching section")
-    if not tok_s:
-        return Figure(source="needs the quality phase's tok/s")
-    concurrency = int((matrix.get("quality") or {}).get("concurrency") or 1)
-    stream = tok_s / concurrency
-    count, most, load = int(section.get("count") or 64), int(section.get("max_tokens") or 64), \
-        int(section.get("concurrency") or 16)
-    seconds = count * most / stream + 3 * count * most / (tok_s * min(load, concurrency) / concurrency)
-    documents = {r.task: r.documents for r in rows}
-    answered = []
-    for task in section.get("tasks") or []:
-        docs = min(int(section.get("task_documents") or 60), documents.get(task) or 0)
-        length = tokens[task].value if task in tokens else None
-        if length is None:
-            return Figure(source=f"needs {task}'s answer length")
-        seconds += docs * length / stream
-        answered.append(f"{docs} {task} documents")
-    alone = " and ".join([f"{count} prompts x {most} tokens", *answered])
-    return Figure(value=seconds, bound=True, source=f"at most: {alone} one at a time at {stream:,.0f} tok/s a "
-                  f"stream, the prompts again among {load} in flight")
 
 
 def _lacks(plan: StagesPlan, tasks: list[StageTask]) -> list[str]:
@@ -262,9 +237,11 @@ def _stage_hours(plan: StagesPlan, throughput: ThroughputPlan | None) -> None:
         stage.bound = plan.startup.bound or any(t.tokens.bound for t in plan.tasks)
     explore.lacks = _lacks(plan, plan.tasks)
     confirm.lacks = _lacks(plan, [t for t in plan.tasks if t.confirmed])
-    explore.batching_h = None if plan.batching.value is None else explore.launches * plan.batching.value / 3600
-    if plan.batching.value is None:
-        explore.lacks.append(f"the batching passes' time ({plan.batching.source})")
+    explore.bound = explore.bound or any(figure.bound for figure in plan.measures.values())
+    each = _measures_seconds(plan)
+    explore.measures_h = None if each is None else explore.launches * each / 3600
+    explore.lacks += [f"the {title} check's time ({figure.source})" for title, figure in plan.measures.items()
+                      if figure.value is None]
     known = [t.explore_hours for t in plan.tasks]
     explore.answers_h = None if any(h is None for h in known) else sum(known)  # type: ignore[arg-type]
     known = [t.confirm_hours for t in plan.tasks if t.confirmed]
@@ -289,7 +266,13 @@ def _explore_cost(plan: StagesPlan, rows: Sequence[Any], throughput: ThroughputP
                   for r, t in zip(rows, plan.tasks))
     speed = 0.0 if throughput is None else \
         ((throughput.reference.minutes or 0.0) + cells * (throughput.cell_max.minutes or 0.0)) / 60
-    return (cells + 1) * ((plan.startup.value or 0.0) + (plan.batching.value or 0.0)) / 3600 + answers + speed
+    return (cells + 1) * ((plan.startup.value or 0.0) + (_measures_seconds(plan) or 0.0)) / 3600 + answers + speed
+
+
+def _measures_seconds(plan: StagesPlan) -> float | None:
+    """The enabled measures' seconds a launch, together (None: one of them is not known)."""
+    known = [figure.value for figure in plan.measures.values()]
+    return None if any(v is None for v in known) else sum(known)  # type: ignore[arg-type]
 
 
 def _confirm_cost(plan: StagesPlan, repeats: tuple[int, int] | None) -> float:

@@ -7,11 +7,13 @@ A measure is a folder, `measures/<key>/`, that owns one kind of evidence about a
   requests' tally;
 - `compare.py`: the cell's record against the reference's, by the package's shared decision rules (called, never
   copied), returning the change the decision reads;
-- `report.py`: the rows it adds to report.md and report.html.
+- `report.py`: the rows it adds to report.md and report.html;
+- `price.py`: what its phase costs a launch, for `evalharness plan` (pure: its section and the plan's figures in).
 
 The package's layers reach measures through one registry per role, each built from catalog.py's keys (the role's
 module of each folder, imported by its name): specs.py (the matrix's sections, the records), phases.py (the runner's
-loop), comparisons.py (the drift), reports.py (the report). A new measure is a folder and its key in catalog.py;
-nothing else in the package names it. A measure imports no other measure; tests/unit/test_layout.py holds each role
-to its layer's imports and each folder to the catalog and the registries' entries.
+loop), comparisons.py (the drift), reports.py (the report), prices.py (the plan). A new measure is a folder and its
+key in catalog.py; nothing else in the package names it. A measure imports no other measure;
+tests/unit/test_layout.py holds each role to its layer's imports and each folder to the catalog and the registries'
+entries.
 """

@@ -1,11 +1,12 @@
 """The measures, by key, in the order the runner runs them: the one line a new measure adds outside its folder
 (issue 59). Each key names a folder, evalharness/measures/<key>/, whose modules expose the registries' entries:
-spec.SPEC, phase.run_phase, compare.compare, report.tables (tests/unit/test_layout.py checks each). Imports nothing."""
+spec.SPEC, phase.run_phase, compare.compare, report.tables, price.price (tests/unit/test_layout.py checks each).
+Imports nothing."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 MEASURES = ("batching", "prefix_cache", "calls_modes")
 
@@ -19,6 +20,34 @@ class MeasureSpec:
     change: Any  # the cell against the reference (a pydantic model with `flagged` and `summary()`)
 
 
+@dataclass(frozen=True)
+class PriceInputs:
+    """What `evalharness plan` knows when it prices a measure's phase for one launch (analysis/plan_stages.py)."""
+
+    tok_s: float | None  # the box's output tok/s in the quality phase (None: neither measured nor stated)
+    concurrency: int  # the quality phase's requests in flight, at which tok_s holds
+    documents: Mapping[str, int | None]  # each quality task's documents
+    tokens: Mapping[str, float | None]  # each quality task's output tokens per answer
+
+    def stream(self) -> float | None:
+        """One request's tok/s when it is alone: no faster than one of the quality phase's streams."""
+        return self.tok_s / self.concurrency if self.tok_s else None
+
+    def loaded(self, in_flight: int) -> float | None:
+        """The box's tok/s with `in_flight` requests: no faster than the quality phase's, fewer streams slower."""
+        return self.tok_s * min(in_flight, self.concurrency) / self.concurrency if self.tok_s else None
+
+
+@dataclass(frozen=True)
+class Price:
+    """A measure's seconds a launch (None: a figure it needs is missing, `source` says which), and how they were
+    reached; `bound`: an upper bound (every answer as long as its max_tokens)."""
+
+    seconds: float | None
+    source: str
+    bound: bool = False
+
+
 def role_module(key: str, role: str) -> str:
-    """The module of one measure's role: spec, phase, compare or report."""
+    """The module of one measure's role: spec, phase, compare, report or price."""
     return f"evalharness.measures.{key}.{role}"

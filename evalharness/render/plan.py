@@ -176,10 +176,11 @@ def stages_lines(sp: StagesPlan) -> list[str]:
         f"{sp.point.value:,.1f} s ({sp.point.source}), {sp.speed_repeats} repeats a launch"
         if sp.point.value is not None else f"unknown ({sp.point.source})"))
     e, c = sp.exploration, sp.confirmation
-    if sp.batching.value:
-        lines.append(f"- the batching passes, a launch: {sp.batching.value / 60:,.1f} min ({sp.batching.source})")
+    for title, figure in sp.measures.items():
+        if figure.value is not None:
+            lines.append(f"- the {title} check, a launch: {figure.value / 60:,.1f} min ({figure.source})")
     lines.append(_stage_line("exploration", e, [("startups", e.startup_h), ("answers", e.answers_h),
-                                                ("throughput", e.speed_h), ("batching", e.batching_h or None)]))
+                                                ("throughput", e.speed_h), ("checks", e.measures_h or None)]))
     lines.append(_stage_line(f"confirmation (all {sp.tries} tr{'y' if sp.tries == 1 else 'ies'})", c,
                              [("startups", c.startup_h), ("speed", c.speed_h), ("answers", c.answers_h)]))
     if sp.hours is not None:

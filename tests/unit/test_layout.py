@@ -13,18 +13,18 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "evalharness"
 
-MEASURE_ROLES = ("measures.spec", "measures.phase", "measures.compare", "measures.report")
+MEASURE_ROLES = ("measures.spec", "measures.phase", "measures.compare", "measures.report", "measures.price")
 # a measure module's role, by its file: the folder's own module or the registry that lists every measure's
 ROLE_OF = {"spec": "measures.spec", "specs": "measures.spec", "phase": "measures.phase", "phases": "measures.phase",
            "compare": "measures.compare", "comparisons": "measures.compare", "report": "measures.report",
-           "reports": "measures.report"}
+           "reports": "measures.report", "price": "measures.price", "prices": "measures.price"}
 # the layers each layer may import (itself included); "" is the package root (evalharness/__init__.py: __version__)
 ALLOWED = {
     "records": {"", "records"},
     "matrix": {"", "matrix", "measures.spec"},
     "serving": {"", "serving", "matrix", "records"},
     "phases": {"", "phases", "records"},
-    "analysis": {"", "analysis", "records", "matrix", "measures.spec", "measures.compare"},
+    "analysis": {"", "analysis", "records", "matrix", "measures.spec", "measures.compare", "measures.price"},
     "render": {"", "render", "analysis", "records", "measures.spec", "measures.report"},
     "runner": {"", "runner", "phases", "serving", "analysis", "render", "records", "matrix", "measures.phase",
                "measures.spec"},
@@ -34,6 +34,7 @@ ALLOWED = {
     "measures.phase": {"", "measures.phase", "measures.spec", "phases", "records"},
     "measures.compare": {"", "measures.compare", "measures.spec", "analysis", "records"},
     "measures.report": {"", "measures.report", "measures.spec", "render", "records"},
+    "measures.price": {"", "measures.price", "measures.spec"},  # pure: the section and the plan's figures in
     "__main__": {"", "cli"},
     "": {""},
 }
@@ -246,7 +247,7 @@ def test_every_engine_answers_what_the_runner_and_validate_ask():
     assert {name for name, engine in ENGINES.items() if not engine.launches} == {"external"}
 
 
-ENTRIES = {"spec": "SPEC", "phase": "run_phase", "compare": "compare", "report": "tables"}
+ENTRIES = {"spec": "SPEC", "phase": "run_phase", "compare": "compare", "report": "tables", "price": "price"}
 
 
 def measure_folder_violations(folders: list[str], keys: tuple[str, ...], defines) -> list[str]:
