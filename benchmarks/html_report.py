@@ -3,7 +3,8 @@ answers of a few hundred characters with reasoning, prompts with a few-shot pref
 models, rendered by render/html.py, then opened from disk in headless chromium: page size, render time, load time
 (navigation until the page's script has drawn it), and the time to switch the documents view to the flips.
 
-`write_synthetic_run` is also the tests' run folder (tests/unit/test_html_report.py), with hostile text on request.
+`write_synthetic_run` is also the tests' run folder (tests/unit/render/test_html_report.py), with hostile text on
+request.
 
 Measured 2026-12-01 on this project's machine (2 cores, AMD EPYC, beside other work), 24 cells x 4 tasks x 218
 documents (20,056 samples): see benchmarks/README.md for the figures.

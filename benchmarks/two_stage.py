@@ -60,7 +60,7 @@ CANDIDATES = (1, 5, 10, 23)
 # sm120's tasks: exploration's documents, accuracy (the sm120 review's), gate.margin, confirm.task_documents (its own
 # documents, past exploration's) and confirm.task_repeats (±0.02 for gsm8k, ±0.03 elsewhere, at the documents and
 # repeats `evalharness plan` sizes by simulating the calibrated test, analysis/passpower.py)
-# (tests/unit/test_plan_two_stage.py keeps them equal to the matrix's plan)
+# (tests/unit/analysis/test_plan_two_stage.py keeps them equal to the matrix's plan)
 SM120_TASKS = (("gsm8k", 24, 0.95, 0.02, 300, 5), ("gpqa_diamond", 24, 0.80, 0.03, 120, 17),
                ("mmlu_pro", 28, 0.82, 0.03, 224, 9), ("ifeval", 24, 0.88, 0.03, 120, 13))
 SM120_LAUNCHES, SM120_SPEED_REPEATS = 3, 4  # sm120's confirm.launches and confirm.speed_repeats

@@ -13,11 +13,11 @@
   repeats of 16: scipy's order-statistic interval over the pooled requests covered 10.7% of a nominal 90%, issue
   57). Where every repeat holds enough requests for a percentile of its own (1 / (1 - p): 10 for a p90), the figure
   is a run's percentile as vLLM's and SGLang's bench clients report it, one per repeat, and their mean with a t
-  interval over the repeats (90% covered 88-91% in tests/unit/test_operating_point.py's cases). Where repeats are
-  smaller (one request a stream at low load), the repeats' requests are pooled and the interval is a bootstrap over
-  whole repeats (REPEAT_RESAMPLES, seeded, so a report re-renders the same). One repeat has no interval; where even
-  the slowest of the requests could not bound the percentile above (p^n above the tail: a p99 of 100 requests), it
-  is open above and printed as such.
+  interval over the repeats (90% covered 88-91% in tests/unit/analysis/test_operating_point.py's cases). Where
+  repeats are smaller (one request a stream at low load), the repeats' requests are pooled and the interval is a
+  bootstrap over whole repeats (REPEAT_RESAMPLES, seeded, so a report re-renders the same). One repeat has no
+  interval; where even the slowest of the requests could not bound the percentile above (p^n above the tail: a p99
+  of 100 requests), it is open above and printed as such.
 Must not import phases, serving, the runner or rendering.
 """
 

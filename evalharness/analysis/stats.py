@@ -1,5 +1,5 @@
 """Statistics for drift between two paired sets of samples, and for throughput ratios. Pure functions, tested on hand
-cases and by simulation (tests/unit/test_equivalence.py, benchmarks/gate_false_alarms.py).
+cases and by simulation (tests/unit/analysis/test_equivalence.py, benchmarks/gate_false_alarms.py).
 
 - `PairedEvidence`: the paired difference of one task between a reference and a cell, as a *drop* (reference minus
   cell in the metric's better direction), with the test it comes from, one-sided p-values against any margin and
@@ -20,7 +20,8 @@ cases and by simulation (tests/unit/test_equivalence.py, benchmarks/gate_false_a
   the speed rule (analysis/speed.py) decides on it;
 - Holm and Benjamini-Hochberg adjustments, in numpy: statsmodels' `multipletests` gives the same values but calls
   `gc.collect()` on every call, 58 ms a call in the harness's process (measured 2026-12-01, 96 p-values), half of a
-  24-cell gate's time and minutes in the benchmark's simulations; tests/unit/test_equivalence.py checks the two agree;
+  24-cell gate's time and minutes in the benchmark's simulations; tests/unit/analysis/test_equivalence.py checks the
+  two agree;
 - KL divergence between two top-k next-token distributions, over the shared top-k plus one "rest" bucket.
 """
 

@@ -259,4 +259,4 @@ def test_report_html_of_the_real_run_draws_in_a_browser_with_its_flips(finished_
             screenshot(browser, f"real-run-flips-{score.task}.png")
     if not flipped:  # reported, never passed silently: the assertions above held for zero documents
         pytest.skip("bf16 flipped no document of this run on this machine: the flip view was checked on zero "
-                    "documents (tests/unit/test_html_report.py checks it on a run with flips)")
+                    "documents (tests/unit/render/test_html_report.py checks it on a run with flips)")

@@ -280,3 +280,42 @@ def test_the_catalog_check_catches_a_folder_left_out_and_an_entry_missing():
     assert measure_folder_violations(["a", "b"], ("a", "c"), lambda k, role, name: role != "report") == [
         "measures/b/ is not in measures/catalog.py MEASURES", "measures/catalog.py names c, which has no folder",
         "measures/a/report.py does not define tables"]
+
+
+# ---------------------------------------------------------------- tests mirror the package (issue 59, 4)
+
+UNIT = Path(__file__).resolve().parent
+# the repository's own folders of code besides the package, whose tests mirror them too
+MIRRORED_ROOTS = ("benchmarks", "scripts")
+# whole-repository tests, at the top: this file (the package's shape) and test_docs.py (the pages against the code)
+TOP_LEVEL = {"test_layout.py", "test_docs.py"}
+
+
+def mirror_violations(test_files: list[str], package_folders: set[str]) -> list[str]:
+    """Each unit test module (a path relative to tests/unit/) lies in the folder of what it tests: a package folder
+    (analysis/, phases/detectors/, ...) or benchmarks/ or scripts/; at the top only TOP_LEVEL."""
+    out = []
+    for name in sorted(test_files):
+        folder = str(Path(name).parent)
+        if folder == ".":
+            if Path(name).name not in TOP_LEVEL:
+                out.append(f"tests/unit/{name}: at the top; put it in the folder of the package part it tests")
+        elif folder not in package_folders and folder.split("/")[0] not in MIRRORED_ROOTS:
+            out.append(f"tests/unit/{name}: evalharness/{folder}/ is no package folder")
+    return out
+
+
+def _package_folders() -> set[str]:
+    return {str(p.parent.relative_to(PACKAGE)) for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE}
+
+
+def test_unit_tests_mirror_the_package_folders():
+    tests = [str(p.relative_to(UNIT)) for p in UNIT.rglob("test_*.py")]
+    assert mirror_violations(tests, _package_folders()) == []
+
+
+def test_the_mirror_check_catches_a_test_at_the_top_and_one_in_a_folder_the_package_lacks():
+    planted = ["test_gate.py", "reports/test_tables.py", "analysis/test_gate.py", "benchmarks/test_two_stage.py"]
+    assert mirror_violations(planted, _package_folders()) == [
+        "tests/unit/reports/test_tables.py: evalharness/reports/ is no package folder",
+        "tests/unit/test_gate.py: at the top; put it in the folder of the package part it tests"]

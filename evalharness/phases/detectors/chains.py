@@ -16,7 +16,7 @@ other detector in 2026, each a pure function over one output like the rest of th
 - The fourth shape, a short cycle of sentences behind which the answer is empty, is loops.py's (`answer_empty`).
 
 Precision: on the detector corpus (tests/data/detector_corpus*.jsonl, 794 labelled outputs, 211 healthy) none of
-these marks a healthy output (tests/unit/test_detector_chains.py). Imports only phases/detectors.
+these marks a healthy output (tests/unit/phases/detectors/test_detector_chains.py). Imports only phases/detectors.
 """
 
 from __future__ import annotations

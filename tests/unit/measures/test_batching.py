@@ -119,7 +119,7 @@ def test_quality_among_concurrent_requests_is_paired_with_the_same_documents_alo
     """A cell that loses answers among its concurrent requests (a batched-prefill defect) is worse than itself
     alone; one that answers alike is equivalent; the reference is compared too; the section shows both."""
     from evalharness.analysis.drift import refresh_drift
-    from tests.unit.test_equivalence import _run_with, _scores
+    from tests.unit.analysis.test_equivalence import _run_with, _scores
 
     right = [1.0] * 60
     broken = [1.0 if i % 3 else 0.0 for i in range(60)]  # a third of the documents lost when batched

@@ -5,7 +5,7 @@ import pytest
 
 from evalharness.analysis.plan import make_plan
 from evalharness.render.plan import plan_text
-from tests.unit.test_plan_two_stage import TWO_STAGE
+from tests.unit.analysis.test_plan_two_stage import TWO_STAGE
 
 CHECKS = {"batching": {"enabled": True, "count": 16, "max_tokens": 32, "concurrency": 8, "tasks": ["a"],
                        "task_documents": 30},
