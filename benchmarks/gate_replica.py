@@ -1,4 +1,5 @@
-"""The numpy replica of the gate's decision rule that benchmarks/gate_false_alarms.py decides its runs with.
+"""The numpy replica of the gate's decision rule that benchmarks/gate_false_alarms.py decides its runs with, on the
+benchmarks' one replica of the paired evidence (paired_replica.py).
 
 Owns the outcome codes (PASS / INCONCLUSIVE / FAIL), `task_tests` (paired_evidence's one-sided p-values for every
 (trial, cell) at once), `holm_adjusted` (Holm's step-down over the last axis), the fast decision of every simulated
@@ -11,10 +12,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import norm, t as student_t
 
+from benchmarks.paired_replica import Evidence
 from evalharness.analysis.equivalence import decide_family, gate_outcome
-from evalharness.analysis.stats import PairedEvidence, paired_evidence, tango_z
+from evalharness.analysis.stats import PairedEvidence, paired_evidence
 
 PASS, INCONCLUSIVE, FAIL = 0, 1, 2
 OUTCOME_CODE = {"pass": PASS, "inconclusive": INCONCLUSIVE, "fail": FAIL}
@@ -37,40 +38,20 @@ class Tests:
 def task_tests(ref: np.ndarray, cell: np.ndarray, margin: float, calibrate: bool = False,
                level: float = 0.05) -> Tests:
     """For a (T, n) reference and (T, C, n) cells: `paired_evidence(ref, cell)`'s one-sided p-values at +-margin,
-    replicated in numpy (0/1 on both sides: Tango's score test; otherwise the t-test over documents, with the
-    package's fallbacks where the differences do not vary). `calibrate`: the two pass-side p-values on the t path
-    by the package's calibrated test (`PairedEvidence.calibrated_p` on each comparison, resamples for `level`:
+    on the benchmarks' one replica (paired_replica.py `Evidence`). `calibrate`: the two pass-side p-values on the t
+    path by the package's calibrated test (`PairedEvidence.calibrated_p` on each comparison, resamples for `level`:
     about 2 ms a row, too slow for this benchmark's 192,000 comparisons a line, so its lines use the t alone and
     benchmarks/recommendation.py measures the calibrated pass)."""
-    n = ref.shape[-1]
-    drops = ref[:, None, :] - cell
-    binary = (np.all((ref == 0) | (ref == 1), axis=-1)[:, None] & np.all((cell == 0) | (cell == 1), axis=-1))
-    lost = np.sum(drops == 1, axis=-1).astype(float)
-    gained = np.sum(drops == -1, axis=-1).astype(float)
-    estimate = np.sum(drops, axis=-1) / n
-    se = np.sqrt(n / (n - 1) * np.sum((drops - estimate[..., None]) ** 2, axis=-1)) / n
-    flat = ~binary & (se < 1e-12)
-    still = flat & (np.abs(estimate) < 1e-12)  # no spread and no drop: the score test of no flips
-    score = binary | still
-    lost, gained = np.where(still, 0.0, lost), np.where(still, 0.0, gained)
-    se = np.where(flat & ~still, 1.0 / n, se)
-
-    def t_cdf(delta: float) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(se > 0, (estimate - delta) / np.where(se > 0, se, 1.0), np.sign(estimate - delta) * np.inf)
-        return student_t.cdf(z, n - 1)
-
-    def cdf(delta: float) -> np.ndarray:
-        return np.where(score, norm.cdf(tango_z(lost, gained, n, delta)), t_cdf(delta))
-
-    below, above_minus = cdf(margin), 1.0 - cdf(-margin)
+    evidence = Evidence.of(ref, cell)
+    below, above_minus = evidence.cdf(margin), 1.0 - evidence.cdf(-margin)
     if calibrate:  # the package's own PairedEvidence per t-path comparison (where it keeps the documents)
-        for at in zip(*np.nonzero(~score & ~flat)):
-            evidence = PairedEvidence(method="t", n=n, estimate=float(estimate[at]), se=float(se[at]), df=n - 1,
-                                      drops=tuple(drops[at].tolist()))
-            below[at] = evidence.calibrated_p(margin, "below", level)
-            above_minus[at] = evidence.calibrated_p(-margin, "above", level)
-    return Tests(p_below_margin=below, p_above_minus_margin=above_minus, p_above_margin=1.0 - cdf(margin))
+        for at in zip(*np.nonzero(~evidence.score & ~evidence.flat)):
+            exact = PairedEvidence(method="t", n=evidence.n, estimate=float(evidence.estimate[at]),
+                                   se=float(evidence.se[at]), df=evidence.n - 1,
+                                   drops=tuple(evidence.drops(at).tolist()))
+            below[at] = exact.calibrated_p(margin, "below", level)
+            above_minus[at] = exact.calibrated_p(-margin, "above", level)
+    return Tests(p_below_margin=below, p_above_minus_margin=above_minus, p_above_margin=evidence.p_above(margin))
 
 
 def _task_tests(ref: np.ndarray, cell: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:

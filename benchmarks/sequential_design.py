@@ -85,13 +85,14 @@ if str(HERE.parent) not in sys.path:
 
 # The benchmark lives in these modules; everything it defined is importable from here as before.
 from benchmarks.gate_replica import holm_adjusted  # noqa: E402,F401
+from benchmarks.paired_replica import Evidence  # noqa: E402,F401
 from benchmarks.sequential_designs import (AT_FIXED, BASES, BOTH, BOTH_LOOK, CELL_STOP,  # noqa: E402,F401
                                            DEFAULT_DESIGN, DEFAULT_HAS_LOOK, FIXED, LOOKS_ALONE, MIN_POWER, OFFSETS,
                                            PACKAGE, SCREENING_ALONE, WITH_EQUIVALENCE_LOOK, Design, Result,
                                            equal_power_designs)
 from benchmarks.sequential_model import (BROKEN, CODE, DROPPED, EQUIVALENCE_LOOK, EQUIVALENT,  # noqa: E402,F401
                                          INCONCLUSIVE, SCREEN_DOCUMENTS, SM120, UNCHANGED, WORSE, Equivalence,
-                                         Evidence, Mix, Task, verdict_of)
+                                         Mix, Task, verdict_of)
 from benchmarks.sequential_regime import (from_run, measure, mixes_of, parse_tasks, print_tasks,  # noqa: E402,F401
                                           run_regime, sized_tasks)
 from benchmarks.sequential_report import (CHECK_FAILURES, _rate, per_task_power, report_boundary,  # noqa: E402,F401

@@ -10,9 +10,10 @@ from typing import Sequence
 import numpy as np
 
 from benchmarks.gate_replica import holm_adjusted
+from benchmarks.paired_replica import Evidence
 from benchmarks.sequential_designs import FIXED, PACKAGE, Design, Result
 from benchmarks.sequential_model import (BROKEN, CODE, DROPPED, EQUIVALENT, INCONCLUSIVE, SCREEN_DOCUMENTS, WORSE,
-                                         Equivalence, Evidence, Mix, Task, verdict_of)
+                                         Equivalence, Mix, Task, verdict_of)
 from evalharness.analysis.equivalence import cell_outcome, decide_family
 from evalharness.analysis.sequential import decide_look, final_levels, quality_levels, screened
 from evalharness.analysis.stats import paired_evidence
