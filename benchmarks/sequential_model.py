@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from benchmarks.paired_replica import Evidence
 from evalharness.analysis.sequential import default_plan
 from evalharness.matrix.quality import QualitySection

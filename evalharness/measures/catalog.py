@@ -30,11 +30,13 @@ class PriceInputs:
     tokens: Mapping[str, float | None]  # each quality task's output tokens per answer
 
     def stream(self) -> float | None:
-        """One request's tok/s when it is alone: no faster than one of the quality phase's streams."""
+        """One request's tok/s when it is alone, taken as one of the quality phase's streams': a lone stream is at
+        least that fast, so a time priced at it is an upper bound."""
         return self.tok_s / self.concurrency if self.tok_s else None
 
     def loaded(self, in_flight: int) -> float | None:
-        """The box's tok/s with `in_flight` requests: no faster than the quality phase's, fewer streams slower."""
+        """The box's tok/s with `in_flight` requests, taken as the quality phase's streams' share (each stream at
+        least as fast as there), the quality phase's whole rate at most (more streams are not counted faster)."""
         return self.tok_s * min(in_flight, self.concurrency) / self.concurrency if self.tok_s else None
 
 

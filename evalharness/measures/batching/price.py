@@ -9,8 +9,8 @@ from evalharness.measures.catalog import Price, PriceInputs
 def price(section: BatchingSection, given: PriceInputs) -> Price:
     """At most: `count` greedy prompts of `max_tokens` answered one at a time and again among `concurrency` in flight
     (the other requests asking twice as many tokens), and each of `tasks`' documents (at most `task_documents`, at
-    most the task's own) answered one at a time; a stream no faster than one of the quality phase's, the box no faster
-    than the quality phase."""
+    most the task's own) answered one at a time; the rates are PriceInputs' lower bounds, so the time is an upper
+    bound."""
     stream, loaded = given.stream(), given.loaded(section.concurrency)
     if stream is None or loaded is None:
         return Price(None, "needs the quality phase's tok/s")

@@ -9,8 +9,8 @@ from evalharness.measures.catalog import Price, PriceInputs
 
 def price(section: CallsModesSection, given: PriceInputs) -> Price:
     """At most: each task's first `cases` answered to `max_tokens` in four modes, two of them one request at a time
-    (a stream no faster than one of the quality phase's) and two among `concurrency` in flight (the box no faster
-    than in the quality phase). A task with fewer cases costs less: the bound counts `cases` for each."""
+    and two among `concurrency` in flight, at PriceInputs' lower bounds on the rates. A task with fewer cases costs
+    less: the bound counts `cases` for each."""
     stream, loaded = given.stream(), given.loaded(section.concurrency)
     if stream is None or loaded is None:
         return Price(None, "needs the quality phase's tok/s")

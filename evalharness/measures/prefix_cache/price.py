@@ -8,8 +8,8 @@ from evalharness.measures.prefix_cache.spec import PrefixCacheSection
 
 
 def price(section: PrefixCacheSection, given: PriceInputs) -> Price:
-    """At most: each of `count` prompts answered twice (warm and cold) to `max_tokens`, one request at a time, a
-    stream no faster than one of the quality phase's; the sibling's one-token warm-up and the flushes are not priced,
+    """At most: each of `count` prompts answered twice (warm and cold) to `max_tokens`, one request at a time, at
+    PriceInputs' lower bound on a lone stream's rate; the sibling's one-token warm-up and the flushes are not priced,
     nor the shared prefix's prefill (no prefill rate is stated or measured)."""
     stream = given.stream()
     if stream is None:
