@@ -21,7 +21,9 @@ def test_the_shipped_transformers_matrix_runs_end_to_end_on_a_third_engine(engin
     matrix = yaml.safe_load((REPO / "matrices" / "cpu-transformers.yaml").read_text())
     matrix["model"] = engine["model"]
     matrix["command"] = [str(REPO / ".engine" / "venv" / "bin" / "transformers"), "serve"]
-    matrix["quality"].update(tasks=["eh_capitals"], limit=10)
+    # every look in both cells: whether bfloat16 is screened out for speed turns on the machine (emulated bf16 is
+    # slower, a stop 69 CI run screened it at 0.83x and it answered 3 documents), which is not what this test is about
+    matrix["quality"].update(tasks=["eh_capitals"], limit=10, full_quality=True)
     matrix["throughput"]["scenarios"] = [{**matrix["throughput"]["scenarios"][0], "requests": 2,
                                           "repeats": {"min": 2, "max": 2}}]
     (tmp_path / "matrix.yaml").write_text(yaml.safe_dump(matrix))
