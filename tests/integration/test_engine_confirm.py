@@ -24,7 +24,7 @@ distribution: {enabled: false}
 quality: {tasks: [eh_capitals], limit: 60, subset: first, concurrency: 8}  # confirmation: the next 60
 throughput:
   watch_host: false
-  scenarios: [{name: c4, concurrency: 4, requests: 8, api: chat, prompts: natural, output_len: 32, repeats: 3}]
+  scenarios: [{name: c4, concurrency: 4, requests: 8, api: chat, prompts: natural, output_len: 16, repeats: 3}]
 report: {throughput_scenario: c4}
 gate: {margin: 0.1}
 confirm: {launches: 3, repeats: 1, speed_repeats: 3}

@@ -77,6 +77,10 @@ def fault_matrix(engine: dict[str, str], shared, request_s: float) -> dict:
         # startup_s and teardown_grace_s are deadlines here (the proxy starts in about a second), not under test
         "timeouts": {"startup_s": 300, "teardown_grace_s": 20, "request_s": request_s},
         "requests": {"retries": 3, "max_error_rate": 0.05, "hung_after": 3},
+        # sixteen-token probes and streams: what each fault does shows in the first bytes (the cut and the mid-body
+        # stall act at 600 bytes, the hostile text replaces the answer whole), and nine cells' 64-token answers cost
+        # about two minutes of the suite (issue 59: its time)
+        "probes": {"max_tokens": 16},
         "quality": {"tasks": ["eh_choice"], "limit": 12, "subset": "first"},
         # the numerics check runs in every cell (its requests take the flaky cell's faults too), on six short
         # contexts: its own figures are tested in test_engine_numerics.py
@@ -86,7 +90,7 @@ def fault_matrix(engine: dict[str, str], shared, request_s: float) -> dict:
         # the proxies answer from the session's engine, which is not the harness's child: its work is not foreign
         "throughput": {"watch_host": False,
                        "scenarios": [{"name": "c2", "concurrency": 2, "requests": 6, "input_len": 32,
-                                      "output_len": 48, "warmup_requests": 0, "repeats": 2}]},
+                                      "output_len": 16, "warmup_requests": 0, "repeats": 2}]},
     }
 
 

@@ -28,6 +28,8 @@ def gated_run(engine, shared_engine, tmp_path_factory):
                                                         "max_tokens": 2}]})
     cells = {"ref": served_by(shared_engine), "degraded": DEGRADED, "capped": json.dumps(capped)}
     matrix.write_text(matrix_yaml(engine, cells, command=behind_proxy(engine), extra=(
+        # sixteen-token probes: their agreement is counted, and what the degraded cell does shows in the tasks
+        "probes: {max_tokens: 16}\n"
         # every document the baseline scored (each task's first 60, 240; the rows after them are the demo's second
         # stage's): the gate fails a run that covers fewer than the baseline scored (issue 13.3)
         # every cell every document, even the ones not faster than the reference (not screened): the gate is tested

@@ -17,7 +17,8 @@ def test_engine_killed_during_quality(engine, tmp_path):
     matrix = tmp_path / "m.yaml"
     matrix.write_text(matrix_yaml(engine, {"victim": "{args: {--dtype: float32}}", "next": "{args: {--dtype: float32}}"},
                                   extra="quality: {tasks: [eh_copy, eh_choice], limit: 20, subset: first, retries: 1}\n"
-                                  "distribution: {enabled: false}\n"))  # not its subject: no reference served again
+                                  # neither is its subject (and no reference served again for the numerics)
+                                  "probes: {enabled: false}\ndistribution: {enabled: false}\n"))
     out = tmp_path / "out"
     # a relative --out from another folder: the lm-eval worker changes folders, results must not follow it
     harness = subprocess.Popen([*HARNESS, "run", "--matrix", "m.yaml", "--out", "out"], cwd=tmp_path,
