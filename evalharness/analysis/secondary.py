@@ -2,7 +2,7 @@
 budget (finish_reason "length"), the share of chains that end inside a loop (a reasoning model's failure: the
 samples' `loops`, phases/detectors/loops.py), the share of empty answers and of those empty behind non-empty
 reasoning (a reasoning parser that swallows the answer: sgl-project/sglang#33995, 127 of 700), the share a stop
-string the engine matched ended, and the reasoning length; for a calls task (phases/calls/) the share of answers that
+string the engine matched ended, and the reasoning length; for a calls task (measures/calls/) the share of answers that
 are not a valid call or valid JSON, and of requests the engine refused. A backend that makes a model
 think twice as long or truncate more drifts even at equal accuracy, yet two runs of one sampled configuration always
 differ in these as floats: a figure is *changed* only when its paired test says so after Benjamini-Hochberg over the
@@ -27,7 +27,7 @@ FIELDS = ("truncated_share", "looping_share", "empty_share", "empty_with_reasoni
 # how a generation task's answers ended, each its own outcome paired against the reference's in the drift (issue 60,
 # 4): cut off by the budget, ending inside a loop, an empty answer behind non-empty reasoning
 ENDING_FIELDS = ("truncated_share", "looping_share", "empty_with_reasoning_share")
-# a calls task's (phases/calls/): answers that are not a valid call / valid JSON, requests the engine refused
+# a calls task's (measures/calls/): answers that are not a valid call / valid JSON, requests the engine refused
 CALLS_FIELDS = ("invalid_share", "refused_share")
 
 

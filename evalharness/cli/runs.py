@@ -37,7 +37,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         on = f" [{cell.engine}]" if len(engines) > 1 else ""
         print(f"  {cell.id}{' (reference)' if cell.id == reference.id else ''}{on}: {flags}"
               f"{'  env: ' + env if env else ''}")
-    if _calls_notes(matrix, cells, args.matrix):
+    if _task_kind_notes(matrix, cells, args.matrix):
         return EXIT_BAD_INPUT
     status = 0
     for name in engines:  # each engine's own check of its cells against what is installed, where it has one
@@ -45,23 +45,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return status
 
 
-def _calls_notes(matrix, cells, matrix_path: str) -> int:
-    """What each cell's flags mean for the matrix's calls tasks (tool calls, JSON output): notes, not errors; a
-    calls task's data that does not load is bad input (exit 2)."""
-    from evalharness.phases.calls.cases import CallsDataError, calls_task_path, load_cases
+def _task_kind_notes(matrix, cells, matrix_path: str) -> int:
+    """What each cell's flags mean for the matrix's tasks of a measure's own kind (calls: tool calls, JSON output):
+    notes, not errors; such a task's data that does not load is bad input (exit 2)."""
+    from evalharness.measures.tasks import data_problems, flag_notes
     from evalharness.serving.engines import ENGINES
 
     if matrix.quality is None:
         return 0
-    kinds = set()
-    for task in matrix.quality.tasks:
-        path = calls_task_path(task, matrix.quality.include_path)
-        try:
-            kinds |= {case.kind for case in load_cases(path)} if path is not None else set()
-        except CallsDataError as exc:
-            return fail(f"{matrix_path}: quality.tasks {task}: {exc}")
+    tasks, include_path = matrix.quality.tasks, matrix.quality.include_path
+    for task, problem in data_problems(tasks, include_path).items():
+        if problem:
+            return fail(f"{matrix_path}: quality.tasks {task}: {problem}")
     for cell in cells:
-        for note in ENGINES[cell.engine].calls_flag_notes(cell.args, kinds):
+        for note in flag_notes(tasks, include_path, ENGINES[cell.engine], cell.args):
             print(f"  note ({cell.id}): {note}")
     return 0
 

@@ -8,11 +8,16 @@ A measure is a folder, `measures/<key>/`, that owns one kind of evidence about a
 - `compare.py`: the cell's record against the reference's, by the package's shared decision rules (called, never
   copied), returning the change the decision reads;
 - `report.py`: the rows it adds to report.md and report.html;
-- `price.py`: what its phase costs a launch, for `evalharness plan` (pure: its section and the plan's figures in).
+- `price.py`: what its phase costs a launch, for `evalharness plan` (pure: its section and the plan's figures in);
+- and where its folder also answers quality tasks of its own kind (catalog.py TASK_KINDS: the calls tasks), `task.py`
+  (which tasks are its, the worker module that answers them, their data check, what a cell's flags mean for them)
+  and `tasks_report.py` (their section of the report). phases/quality.py runs the worker a task's spec names and
+  names no kind.
 
 The package's layers reach measures through one registry per role, each built from catalog.py's keys (the role's
 module of each folder, imported by its name): specs.py (the matrix's sections, the records), phases.py (the runner's
-loop), comparisons.py (the drift), reports.py (the report), prices.py (the plan). A new measure is a folder and its
+loop), comparisons.py (the drift), reports.py (the report), prices.py (the plan), tasks.py (the quality phase's
+workers, the data check and `validate`). A new measure is a folder and its
 key in catalog.py; nothing else in the package names it. A measure imports no other measure;
 tests/unit/test_layout.py holds each role to its layer's imports and each folder to the catalog and the registries'
 entries.

@@ -1,6 +1,7 @@
 """The measures, by key, in the order the runner runs them: the one line a new measure adds outside its folder
-(issue 59). Each key names a folder, evalharness/measures/<key>/, whose modules expose the registries' entries:
-spec.SPEC, phase.run_phase, compare.compare, report.tables, price.price (tests/unit/test_layout.py checks each).
+(issue 59). Each key names a folder, evalharness/measures/<key>/ (or FOLDERS' where the folder owns more than its
+key's check), whose modules expose the registries' entries: spec.SPEC, phase.run_phase, compare.compare,
+report.tables, price.price, and for a measure in TASK_KINDS task.claim (tests/unit/test_layout.py checks each).
 Imports nothing."""
 
 from __future__ import annotations
@@ -9,6 +10,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 MEASURES = ("batching", "prefix_cache", "calls_modes")
+# measures/calls/ owns tool calls and JSON output whole: the calls tasks (a kind of quality task) and their check
+# streamed and under load, whose matrix section and record stay `calls_modes`
+FOLDERS = {"calls_modes": "calls"}
+# measures whose folder also answers quality tasks of its own kind, with its own worker (measures/tasks.py)
+TASK_KINDS = ("calls_modes",)
 
 
 @dataclass(frozen=True)
@@ -51,5 +57,5 @@ class Price:
 
 
 def role_module(key: str, role: str) -> str:
-    """The module of one measure's role: spec, phase, compare, report or price."""
-    return f"evalharness.measures.{key}.{role}"
+    """The module of one measure's role: spec, phase, compare, report, price or task."""
+    return f"evalharness.measures.{FOLDERS.get(key, key)}.{role}"

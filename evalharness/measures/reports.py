@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 
-from evalharness.measures.catalog import MEASURES, role_module
+from evalharness.measures.catalog import MEASURES, TASK_KINDS, role_module
 from evalharness.measures.specs import BY_KEY, MeasureSpec
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import bold_verdict, markdown_table, md_text
@@ -14,6 +14,18 @@ from evalharness.render.markdown import bold_verdict, markdown_table, md_text
 Tables = Callable[[RunResult], "list[dict] | None"]
 REPORTS: tuple[tuple[MeasureSpec, Tables], ...] = tuple(
     (BY_KEY[key], import_module(role_module(key, "report")).tables) for key in MEASURES)
+# a task kind's own section (its tasks' figures beside their scores), from its folder's tasks_report.py
+TASK_REPORTS = tuple(import_module(role_module(key, "tasks_report")) for key in TASK_KINDS)
+
+
+def task_sections(run: RunResult) -> list[str]:
+    """report.md's section of every task kind the run's tasks are of (none: no lines)."""
+    return [line for module in TASK_REPORTS for line in module.section(run)]
+
+
+def task_pages(run: RunResult) -> dict[str, dict]:
+    """report.html's data of every task kind's section, by its page key."""
+    return {module.PAGE_KEY: module.page(run) for module in TASK_REPORTS}
 
 
 def measure_data(run: RunResult) -> list[dict]:

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from evalharness.phases.calls.cases import CallsDataError, calls_task_path, load_cases
 from evalharness.phases.retries import ServerDied
 from evalharness.records.measures import CallsSummary, GenerationStats, RepeatScore, SubtaskScore, TaskScore
 
@@ -39,7 +38,10 @@ def _tail(path: Path, lines: int = 6) -> str:
 
 FINISHED = "finished.json"
 CONFIG_ERROR = 3  # the worker's exit for a matrix setting the task cannot meet (_lmeval_worker.py)
-VOLATILE = ("base_url",)  # differs between a run and its resume (a new port) without changing what is measured
+# differ between a run and its resume without changing what is measured: a new port; the module that answers a task of
+# a measure's own kind (a run started before the calls worker moved into measures/calls/ named none)
+VOLATILE = ("base_url", "worker")
+LMEVAL_WORKER = "evalharness.phases._lmeval_worker"
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -65,15 +67,12 @@ def _finished(task_dir: Path, spec: dict[str, Any]) -> TaskScore | None:
 
 def run_task(task: str, spec: dict[str, Any], task_dir: Path, run_dir: Path, server_alive: Callable[[], bool],
              retries: int, timeout_s: float) -> TaskScore:
-    """One task with retries; raises ServerDied when the server is gone. A calls task (tool calls, JSON output:
-    phases/calls/) runs in its own worker, which writes the same files."""
+    """One task with retries; raises ServerDied when the server is gone. A task of a measure's own kind (tool calls,
+    JSON output: measures/tasks.py) names its worker in `spec["worker"]`, which writes the same files as lm-eval's."""
     task_dir.mkdir(parents=True, exist_ok=True)
     task_dir = task_dir.absolute()  # the worker changes into the tasks folder: relative paths would land there
     spec = {**spec, "task": task, "out_dir": str(task_dir)}
-    calls_data = calls_task_path(task, spec.get("include_path"))
-    if calls_data is not None:
-        spec["calls_data"] = str(calls_data)
-    worker = "evalharness.phases.calls.worker" if calls_data is not None else "evalharness.phases._lmeval_worker"
+    worker = spec.get("worker") or LMEVAL_WORKER
     finished = _finished(task_dir, spec)
     if finished is not None:
         return finished  # this repeat finished before the run was interrupted: resuming goes on after it
@@ -185,20 +184,14 @@ def _data_file_problems(task: str, data: dict[str, Any]) -> list[str]:
 
 def check_task_data(tasks: list[str], data: dict[str, dict[str, Any]], include_path: str | None,
                     include_defaults: bool, timeout_s: float = 600.0) -> None:
-    """Every task's data, before any launch: local data files must exist; a task taken from lm-eval's own tasks
+    """Every lm-eval task's data, before any launch (a task of a measure's own kind is checked by its kind,
+    measures/tasks.py): local data files must exist; a task taken from lm-eval's own tasks
     without local files must load offline from the Hugging Face cache (checked by loading it in a worker, which also
     finds what a task needs besides its data, such as ifeval's nltk files). Raises DataMissing naming each task."""
     problems = [p for task in tasks if task in data for p in _data_file_problems(task, data[task])]
-    calls = {task: calls_task_path(task, include_path) for task in tasks}
-    for task, path in calls.items():
-        if path is not None:
-            try:
-                load_cases(path)
-            except CallsDataError as exc:
-                problems.append(f"task {task}: {exc}")
     if problems:
         raise DataMissing("; ".join(problems))
-    hub = [task for task in tasks if task not in data and calls[task] is None]
+    hub = [task for task in tasks if task not in data]
     if not include_defaults or not hub:
         return  # the shipped and include_path tasks carry their data with them
     with tempfile.TemporaryDirectory(prefix="evalharness-check-") as folder:
@@ -206,7 +199,7 @@ def check_task_data(tasks: list[str], data: dict[str, dict[str, Any]], include_p
         spec_path.write_text(json.dumps({"tasks": {task: None for task in hub}, "include_path": include_path,
                                          "include_defaults": include_defaults}))
         try:
-            proc = subprocess.run([sys.executable, "-m", "evalharness.phases._lmeval_worker", "--check",
+            proc = subprocess.run([sys.executable, "-m", LMEVAL_WORKER, "--check",
                                    str(spec_path)], capture_output=True, text=True, timeout=timeout_s,
                                   stdin=subprocess.DEVNULL, check=False)
         except subprocess.TimeoutExpired:

@@ -1,6 +1,6 @@
 """Which documents of a task a run scores (pure): quality.limit as a seeded random subset, or lm-eval's first N, and a
 screened cell's share of them. One implementation for lm-eval's tasks (phases/_lmeval_worker.py, per leaf task) and
-the calls tasks (phases/calls/worker.py)."""
+the calls tasks (measures/calls/worker.py)."""
 
 from __future__ import annotations
 

@@ -179,7 +179,7 @@ class RepeatScore(BaseModel):
 
 
 class CallsSummary(BaseModel):
-    """A calls task's own counts (phases/calls/): tool calls or JSON through the engine's parsers and grammar."""
+    """A calls task's own counts (measures/calls/): tool calls or JSON through the engine's parsers and grammar."""
 
     kind: str  # tools | json
     cases: int  # cases scored

@@ -23,8 +23,7 @@ from evalharness.analysis.settings import asked_names, resolved_differences
 from evalharness.records.cellfiles import CellFileError, load_probe_outputs, load_samples
 from evalharness.records.measures import ProbeOutput, TaskScore
 from evalharness.records.run import CellResult, RunResult
-from evalharness.render.calls import HEADER as CALLS_HEADER, NOTE as CALLS_NOTE, calls_tables
-from evalharness.measures.reports import measure_data
+from evalharness.measures.reports import measure_data, task_pages
 from evalharness.render.length import length_table
 from evalharness.render.drift import interval_text, verdict_text
 from evalharness.render.nodes import measured_on
@@ -335,7 +334,7 @@ def page_data(run: RunResult, run_dir: Path) -> dict[str, Any]:
         "curves": _curves(run),
         "table": _cells_table(run, task_names),
         "tasks": tasks,
-        "calls": {"header": CALLS_HEADER, "note": CALLS_NOTE, "tables": calls_tables(run)},
+        **task_pages(run),  # "calls": the calls tasks' section
         "length": length_table(run),
         "measures": measure_data(run),
         "strings": strings.values,

@@ -12,9 +12,8 @@ from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.drift import drift_section, verdict_text
-from evalharness.measures.reports import measure_sections
+from evalharness.measures.reports import measure_sections, task_sections
 from evalharness.render.length import length_section
-from evalharness.render.calls import calls_section
 from evalharness.render.engines import engines_section
 from evalharness.render.load import load_section
 from evalharness.render.markdown import code_block, markdown_table, md_text
@@ -92,7 +91,7 @@ def render_markdown(run: RunResult) -> str:
         parts += ["", "Scores are the task's headline metric (the first metric and filter of its lm-eval config; "
                       "named in Quality tasks) ± its standard error, from lm-eval's per-sample records in "
                       "`cells/<id>/quality/<task>/`."]
-    parts += ["", *quality_section(run), *drift_section(run), *calls_section(run),
+    parts += ["", *quality_section(run), *drift_section(run), *task_sections(run),
               *measure_sections(run), *length_section(run), *numerics_section(run), *throughput_section(run),
               *timing_section(run), *server_section(run), *garbage_section(run), *engines_section(run),
               *_differences_section(run)]

@@ -18,6 +18,7 @@ from evalharness.analysis.speed import FLOOR
 from evalharness.analysis.sequential import decide_look, quality_levels, screened
 from evalharness.matrix.quality import default_looks
 from evalharness.matrix.schema import Matrix, Scenario
+from evalharness.measures.tasks import worker_spec
 from evalharness.phases.probes import (DEFAULT_PROBES, ask_all, judge_outputs, load_probes, reasoning_budget, reasons,
                                       thought)
 from evalharness.phases.quality import SHIPPED_TASKS, run_quality
@@ -274,7 +275,9 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
                   retries=quality.retries, seed=quality.seed)
 
     def data_of(task: str) -> dict:
-        return {"data": quality.data[task].model_dump() if task in quality.data else None}
+        """The task's local data, and for a task of a measure's own kind (calls) the worker that answers it."""
+        return {"data": quality.data[task].model_dump() if task in quality.data else None,
+                **worker_spec(task, common["include_path"])}
 
     run_quality(
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,

@@ -19,6 +19,7 @@ from evalharness.analysis.drift import refresh_drift
 from evalharness.analysis.timing import estimate_line, per_pending_cell_s
 from evalharness.matrix.expand import cell_engines
 from evalharness.matrix.schema import Cell, Matrix
+from evalharness.measures.tasks import data_problems
 from evalharness.phases.probes import DEFAULT_PROBES, ProbeError, load_probes
 from evalharness.phases.quality import DataMissing
 from evalharness.phases.quality import check_task_data as _check_task_data
@@ -138,7 +139,11 @@ def check_task_data(matrix: Matrix) -> None:
         quality = matrix.quality
         try:
             generated = matrix.length.task_names()  # written into the run folder when it opens
-            _check_task_data([t for t in quality.tasks if t not in generated],
+            own = data_problems(quality.tasks, quality.include_path)  # tasks of a measure's own kind (calls)
+            problems = [f"task {task}: {problem}" for task, problem in own.items() if problem]
+            if problems:
+                raise DataMissing("; ".join(problems))
+            _check_task_data([t for t in quality.tasks if t not in generated and t not in own],
                              {t: d.model_dump() for t, d in quality.data.items()},
                              quality.include_path, quality.include_defaults)
         except DataMissing as exc:

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
 
 TEMPLATE = REPO / "tasks" / "calls" / "smollm2_tools.jinja"
 CASES = 24  # of each task, the same seeded subset in both cells
-MODE_CASES = 4  # of each task, answered one at a time and four at once, streamed and not (measures/calls_modes/)
+MODE_CASES = 4  # of each task, answered one at a time and four at once, streamed and not (measures/calls/)
 
 
 def _cell(backend: str) -> str:

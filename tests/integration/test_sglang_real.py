@@ -242,9 +242,9 @@ def test_calls_streamed_and_not_at_two_concurrencies_and_the_radix_cache_cold_an
     (streamed tool calls put together from SGLang's deltas) and grammar, thinking off; and the prefix-cache check
     with the radix cache emptied through SGLang's own /flush_cache. Greedy on a healthy engine: the modes and the
     cache's two paths answer alike."""
-    from evalharness.measures.calls_modes.compare import mode_changes
-    from evalharness.measures.calls_modes.phase import run_phase as calls_modes
-    from evalharness.measures.calls_modes.spec import CallsModesSection
+    from evalharness.measures.calls.compare import mode_changes
+    from evalharness.measures.calls.phase import run_phase as calls_modes
+    from evalharness.measures.calls.spec import CallsModesSection
     from evalharness.measures.prefix_cache.phase import run_phase as prefix_cache
     from evalharness.measures.prefix_cache.spec import PrefixCacheSection
     from evalharness.phases.served import Served

@@ -13,11 +13,16 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "evalharness"
 
-MEASURE_ROLES = ("measures.spec", "measures.phase", "measures.compare", "measures.report", "measures.price")
-# a measure module's role, by its file: the folder's own module or the registry that lists every measure's
+MEASURE_ROLES = ("measures.spec", "measures.phase", "measures.compare", "measures.report", "measures.price",
+                 "measures.task")
+# a measure module's role, by its file: the folder's own module or the registry that lists every measure's; a task
+# kind's worker runs against the served cell as a phase does, its report section is a report's, its cases and scorer
+# are pure leaves like a spec
 ROLE_OF = {"spec": "measures.spec", "specs": "measures.spec", "phase": "measures.phase", "phases": "measures.phase",
            "compare": "measures.compare", "comparisons": "measures.compare", "report": "measures.report",
-           "reports": "measures.report", "price": "measures.price", "prices": "measures.price"}
+           "reports": "measures.report", "price": "measures.price", "prices": "measures.price",
+           "task": "measures.task", "tasks": "measures.task", "worker": "measures.phase",
+           "tasks_report": "measures.report", "cases": "measures.spec", "score": "measures.spec"}
 # the layers each layer may import (itself included); "" is the package root (evalharness/__init__.py: __version__)
 ALLOWED = {
     "records": {"", "records"},
@@ -27,7 +32,7 @@ ALLOWED = {
     "analysis": {"", "analysis", "records", "matrix", "measures.spec", "measures.compare", "measures.price"},
     "render": {"", "render", "analysis", "records", "measures.spec", "measures.report"},
     "runner": {"", "runner", "phases", "serving", "analysis", "render", "records", "matrix", "measures.phase",
-               "measures.spec"},
+               "measures.spec", "measures.task"},
     "cli": {"", "cli", "runner", "phases", "serving", "analysis", "render", "records", "matrix", *MEASURE_ROLES},
     # a measure's folder (evalharness/measures/<key>/, issue 59): each role as the layer it plays, its spec a leaf
     "measures.spec": {"", "measures.spec"},
@@ -35,6 +40,8 @@ ALLOWED = {
     "measures.compare": {"", "measures.compare", "measures.spec", "analysis", "records"},
     "measures.report": {"", "measures.report", "measures.spec", "render", "records"},
     "measures.price": {"", "measures.price", "measures.spec"},  # pure: the section and the plan's figures in
+    # which quality tasks are of its kind, their worker and data check: what the runner and `validate` ask
+    "measures.task": {"", "measures.task", "measures.spec"},
     "__main__": {"", "cli"},
     "": {""},
 }
@@ -248,14 +255,18 @@ def test_every_engine_answers_what_the_runner_and_validate_ask():
 
 
 ENTRIES = {"spec": "SPEC", "phase": "run_phase", "compare": "compare", "report": "tables", "price": "price"}
+TASK_ENTRIES = {"task": "claim", "tasks_report": "section"}  # a task kind's, besides
 
 
-def measure_folder_violations(folders: list[str], keys: tuple[str, ...], defines) -> list[str]:
-    """Every measure folder is in the catalog, every catalog key a folder, each role module defining its entry."""
+def measure_folder_violations(folders: list[str], keys: tuple[str, ...], defines,
+                              task_kinds: tuple[str, ...] = ()) -> list[str]:
+    """Every measure folder is in the catalog, every catalog key (its folder, catalog.py FOLDERS) a folder, each role
+    module defining its entry, and a task kind's its own two."""
     out = [f"measures/{f}/ is not in measures/catalog.py MEASURES" for f in folders if f not in keys]
     out += [f"measures/catalog.py names {k}, which has no folder" for k in keys if k not in folders]
     out += [f"measures/{k}/{role}.py does not define {name}" for k in keys if k in folders
-            for role, name in ENTRIES.items() if not defines(k, role, name)]
+            for role, name in {**ENTRIES, **(TASK_ENTRIES if k in task_kinds else {})}.items()
+            if not defines(k, role, name)]
     return out
 
 
@@ -270,16 +281,19 @@ def _defines(key: str, role: str, name: str) -> bool:
 
 
 def test_every_measure_folder_is_in_the_catalog_and_answers_every_registry():
-    from evalharness.measures.catalog import MEASURES
+    from evalharness.measures.catalog import FOLDERS, MEASURES, TASK_KINDS
 
     folders = sorted(p.parent.name for p in (PACKAGE / "measures").glob("*/__init__.py"))
-    assert measure_folder_violations(folders, MEASURES, _defines) == []
+    assert measure_folder_violations(folders, tuple(FOLDERS.get(k, k) for k in MEASURES), _defines,
+                                     tuple(FOLDERS.get(k, k) for k in TASK_KINDS)) == []
 
 
 def test_the_catalog_check_catches_a_folder_left_out_and_an_entry_missing():
     assert measure_folder_violations(["a", "b"], ("a", "c"), lambda k, role, name: role != "report") == [
         "measures/b/ is not in measures/catalog.py MEASURES", "measures/catalog.py names c, which has no folder",
         "measures/a/report.py does not define tables"]
+    assert measure_folder_violations(["a"], ("a",), lambda k, role, name: role != "task", task_kinds=("a",)) == [
+        "measures/a/task.py does not define claim"]
 
 
 # ---------------------------------------------------------------- tests mirror the package (issue 59, 4)

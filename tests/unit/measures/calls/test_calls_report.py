@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 from evalharness.analysis.drift import refresh_drift
-from evalharness.phases.calls.cases import SHIPPED, load_cases
-from evalharness.phases.calls.worker import row_of, summarize
+from evalharness.measures.calls.cases import SHIPPED, load_cases
+from evalharness.measures.calls.worker import row_of, summarize
 from evalharness.records.measures import CallsSummary, TaskScore
 from evalharness.records.run import CellResult, RunMeta, RunResult
-from evalharness.render.calls import calls_section
+from evalharness.measures.calls.tasks_report import calls_section
 from evalharness.render.report import render_markdown
 from tests.headless import browser  # noqa: F401  (a fixture)
 

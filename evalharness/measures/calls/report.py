@@ -4,7 +4,7 @@ Plain text cells; the registry (measures/reports.py) escapes and lays them out. 
 
 from __future__ import annotations
 
-from evalharness.measures.calls_modes.spec import KEY, MODES, CallsModesChange, CallsModesRecord
+from evalharness.measures.calls.spec import KEY, MODES, CallsModesChange, CallsModesRecord
 from evalharness.measures.specs import read
 from evalharness.records.run import RunResult
 

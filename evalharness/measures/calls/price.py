@@ -3,7 +3,7 @@ only."""
 
 from __future__ import annotations
 
-from evalharness.measures.calls_modes.spec import CallsModesSection
+from evalharness.measures.calls.spec import CallsModesSection
 from evalharness.measures.catalog import Price, PriceInputs
 
 

@@ -1,4 +1,4 @@
-"""Calls under load and streamed (evalharness/measures/calls_modes/, issue 60, 2): a streamed answer put together as
+"""Calls under load and streamed (evalharness/measures/calls/, issue 60, 2): a streamed answer put together as
 a client would, each mode paired per case against its other mode, the report and the decision's qualifiers."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import httpx
 import pytest
 
 from evalharness.analysis.decision import qualifiers
-from evalharness.measures.calls_modes.compare import compare as modes_change, mode_changes
-from evalharness.measures.calls_modes.phase import outcome
-from evalharness.measures.calls_modes.spec import KEY, CallsModesRecord, CaseModes, TaskModes
+from evalharness.measures.calls.compare import compare as modes_change, mode_changes
+from evalharness.measures.calls.phase import outcome
+from evalharness.measures.calls.spec import KEY, CallsModesRecord, CaseModes, TaskModes
 from evalharness.measures.reports import measure_sections
-from evalharness.phases.calls.cases import calls_task_path, load_cases
+from evalharness.measures.calls.cases import calls_task_path, load_cases
 from evalharness.phases.openai_api import Endpoint
 from evalharness.records.decision import Decision
 from evalharness.records.run import RunResult
@@ -106,8 +106,8 @@ def test_the_report_gives_each_mode_and_names_the_fallen_pair_and_the_decision_s
 
 
 def test_a_task_that_is_not_a_calls_task_is_not_measured_and_says_so(tmp_path):
-    from evalharness.measures.calls_modes.phase import run_phase
-    from evalharness.measures.calls_modes.spec import CallsModesSection
+    from evalharness.measures.calls.phase import run_phase
+    from evalharness.measures.calls.spec import CallsModesSection
     from evalharness.phases.served import Served
 
     served = Served(base_url="http://127.0.0.1:9/v1", root_url="http://127.0.0.1:9", model="m", timeout_s=1,

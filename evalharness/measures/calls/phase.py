@@ -1,9 +1,9 @@
 """The calls-modes phase (issue 60, 2): each calls task's first `cases` cases answered in four modes, through the
 phases' openai client: one request at a time and `concurrency` at once, each not streamed and streamed (the stream
 read to its end and its tool calls put together by index: phases/openai_api.py `streamed_chat`). Each answer is
-scored by the calls tasks' own scorer (phases/calls/score.py) to one outcome: valid, invalid, refused (HTTP 4xx, the
+scored by the calls tasks' own scorer (measures/calls/score.py) to one outcome: valid, invalid, refused (HTTP 4xx, the
 engine's words kept out of the record) or error (failed after retries). The request body is the calls worker's
-(phases/calls/worker.py `request_params`): greedy, the case's own tools or response_format."""
+(measures/calls/worker.py `request_params`): greedy, the case's own tools or response_format."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evalharness.measures.calls_modes.spec import MODES, CallsModesRecord, CallsModesSection, CaseModes, TaskModes
-from evalharness.phases.calls.cases import Case, CallsDataError, calls_task_path, load_cases
-from evalharness.phases.calls.score import score_case
-from evalharness.phases.calls.worker import request_params
+from evalharness.measures.calls.spec import MODES, CallsModesRecord, CallsModesSection, CaseModes, TaskModes
+from evalharness.measures.calls.cases import Case, CallsDataError, calls_task_path, load_cases
+from evalharness.measures.calls.score import score_case
+from evalharness.measures.calls.worker import request_params
 from evalharness.phases.openai_api import Endpoint
 from evalharness.phases.retries import RequestFailed, map_in_threads
 from evalharness.phases.served import Served

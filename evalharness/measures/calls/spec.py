@@ -23,7 +23,7 @@ OUTCOMES = ("valid", "invalid", "refused", "error")
 
 
 class CallsModesSection(BaseModel):
-    """Calls under load and streamed (measures/calls_modes/, issue 60, 2): each calls task's cases answered streamed
+    """Calls under load and streamed (measures/calls/, issue 60, 2): each calls task's cases answered streamed
     and not, one request at a time and at `concurrency`, each mode paired per case against its other mode (streamed
     against not, under load against alone); a cell whose valid share falls is flagged. Off unless enabled."""
 

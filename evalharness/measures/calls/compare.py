@@ -8,7 +8,7 @@ same pairs are kept beside it. Reads records only."""
 from __future__ import annotations
 
 from evalharness.analysis.changed import changed_more
-from evalharness.measures.calls_modes.spec import PAIRS, CallsModesChange, CallsModesRecord, ModeChange, TaskModes
+from evalharness.measures.calls.spec import PAIRS, CallsModesChange, CallsModesRecord, ModeChange, TaskModes
 
 
 def mode_changes(record: CallsModesRecord, alpha: float) -> list[ModeChange]:

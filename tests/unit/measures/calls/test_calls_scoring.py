@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from evalharness.phases.calls.cases import SHIPPED, Case, CallsDataError, calls_task_path, load_cases
-from evalharness.phases.calls.score import score_case, score_refused
-from evalharness.phases.calls.worker import request_params, row_of, summarize
+from evalharness.measures.calls.cases import SHIPPED, Case, CallsDataError, calls_task_path, load_cases
+from evalharness.measures.calls.score import score_case, score_refused
+from evalharness.measures.calls.worker import request_params, row_of, summarize
 
 ROOT = Path(__file__).resolve().parents[4]
 

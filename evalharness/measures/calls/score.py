@@ -28,7 +28,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from evalharness.phases.calls.cases import Case
+from evalharness.measures.calls.cases import Case
 
 CALL_IN_TEXT = ("<tool_call>", "[TOOL_CALLS]", '"arguments"', '"parameters"')
 

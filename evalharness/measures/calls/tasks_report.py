@@ -1,4 +1,5 @@
-"""The report's "Calls and structured output" section: per cell and calls task (phases/calls/), the valid-call or
+"""The report's "Calls and structured output" section (the task-kind part of the report role, measures/reports.py
+`task_sections` and `task_pages`): per cell and calls task, the valid-call or
 valid-JSON rate and the correct rate beside the reference's, refusals counted apart, each with its verdict: the
 correct rate is the task's headline, decided like every task (the drift's margin rule); the invalid and refused
 shares are secondary figures, changed only when their paired test says so after Benjamini-Hochberg and the change is
@@ -50,9 +51,9 @@ def _by_way(score: TaskScore) -> str:
 HEADER = ["cell", "valid", "correct", "refused", "valid vs reference", "correct vs reference", "refusals vs reference",
           "by way of asking"]
 NOTE = ("Tool calls through the tools API and JSON through `response_format`, each case scored against its schema "
-        "(phases/calls/score.py): valid is a call that names an offered tool with arguments that validate (or no call "
-        "where none is due), or content that is JSON valid against the schema; correct is the expected call with the "
-        "expected arguments, or the expected value. Requests the engine refused (HTTP 4xx) are counted apart and "
+        "(measures/calls/score.py): valid is a call that names an offered tool with arguments that validate (or no "
+        "call where none is due), or content that is JSON valid against the schema; correct is the expected call with "
+        "the expected arguments, or the expected value. Requests the engine refused (HTTP 4xx) are counted apart and "
         "scored 0. Verdicts: correct by the task's margin (as in Drift); the invalid and refused shares paired per "
         "case against the reference's (Benjamini-Hochberg over the cell's figures, material at 2 points).")
 
@@ -100,3 +101,14 @@ def calls_section(run: RunResult) -> list[str]:
         out += [f"### {md_text(table['task'])} ({table['valid_word']})", "",
                 markdown_table([table["valid_word"] if h == "valid" else h for h in HEADER], rows), ""]
     return out
+
+
+PAGE_KEY = "calls"  # report.html's data key, read by html_page.js `callsSection`
+
+
+def page(run: RunResult) -> dict:
+    """report.html's data of the section: the header, the note and each task's table."""
+    return {"header": HEADER, "note": NOTE, "tables": calls_tables(run)}
+
+
+section = calls_section  # report.md's lines

@@ -2,7 +2,7 @@
 harness reads back in the same files as the lm-eval worker, so phases/quality.py runs both alike (retries, repeats
 with seeds, looks, resume):
 
-Usage: python -m evalharness.phases.calls.worker SPEC.json
+Usage: python -m evalharness.measures.calls.worker SPEC.json
 SPEC: the lm-eval worker's ({task, base_url, model, concurrency, timeout_s, max_retries, limit, subset, subset_seed,
        fraction, max_gen_toks, gen_kwargs, chat_template_kwargs, seed, out_dir}) and `calls_data`, the cases' file.
 Writes OUT_DIR/summary.json (headline `correct,none`, its mean and standard error, generation statistics, the valid and
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from evalharness.phases._lmeval_results import generation_stats, prompt_key, read_answers
-from evalharness.phases.calls.cases import Case, load_cases
-from evalharness.phases.calls.score import CaseScore, score_case, score_refused
+from evalharness.measures.calls.cases import Case, load_cases
+from evalharness.measures.calls.score import CaseScore, score_case, score_refused
 from evalharness.phases.openai_api import Endpoint
 from evalharness.phases.retries import RequestFailed, map_in_threads
 from evalharness.phases.subsets import subset_indices
