@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from evalharness.matrix.load import load_matrix
+from evalharness.measures.tasks import worker_spec
 from evalharness.analysis.outputlength import length_ratio
 from evalharness.phases.quality import run_quality
 from evalharness.phases.throughput.client import LoadClient, run_scenario
@@ -223,7 +224,8 @@ def test_tool_calls_and_json_output_through_sglangs_parsers_and_grammar(served, 
                 lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
                 api="chat", tokenizer="none", concurrency=4, limit=12, request_timeout_s=300, task_timeout_s=600,
                 retries=0, done=done,
-                per_task=lambda task: {"max_gen_toks": 64, "chat_template_kwargs": {"enable_thinking": False}})
+                per_task=lambda task: {"max_gen_toks": 64, "chat_template_kwargs": {"enable_thinking": False},
+                                       **worker_spec(task, None)})  # the calls worker, as the runner asks for it
     tools, json_output = done
     assert not tools.error and not json_output.error, done
     print(f"SGLang eh_tools: valid {tools.calls.valid}/12, correct {tools.value:.3f}, {tools.calls.by_way}; "
