@@ -32,16 +32,15 @@ def worker_spec(task: str, include_path: str | None) -> dict[str, Any]:
 
 def data_problems(tasks: list[str], include_path: str | None) -> dict[str, str | None]:
     """Each claimed task's data problem (None: its data runs); the tasks not in it are lm-eval's."""
-    found = {task: claimed(task, include_path) for task in tasks}
-    return {task: kind.data_problem(path) for task, (kind, path) in
-            ((t, f) for t, f in found.items() if f is not None)}
+    return {task: found[0].data_problem(found[1]) for task in tasks if (found := claimed(task, include_path))}
 
 
 def flag_notes(tasks: list[str], include_path: str | None, engine: Any, args: dict[str, Any]) -> list[str]:
     """What a cell's flags (`args`, read by its `engine`'s module) mean for the claimed tasks, each kind saying its
     own; their data checked before (`data_problems`)."""
+    found = [claimed(task, include_path) for task in tasks]
     notes: list[str] = []
     for kind in KINDS:
-        paths = [path for task in tasks if (path := kind.claim(task, include_path)) is not None]
+        paths = [f[1] for f in found if f and f[0] is kind]
         notes += kind.flag_notes(paths, engine, args) if paths else []
     return notes
