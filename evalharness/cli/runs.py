@@ -15,7 +15,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     from evalharness.matrix.errors import SpecError
     from evalharness.matrix.expand import cell_engines
-    from evalharness.matrix.load import load_matrix
+    from evalharness.serving.engines import load_matrix
     from evalharness.records.masking import mask_argv, mask_env
     from evalharness.serving.engines import ENGINES, render_args
 
@@ -95,7 +95,7 @@ def _engine_check(matrix, name: str, cells, args) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from evalharness.matrix.errors import SpecError
-    from evalharness.matrix.load import load_matrix
+    from evalharness.serving.engines import load_matrix
     from evalharness.runner.run import RunError, execute
 
     try:
@@ -199,7 +199,7 @@ def _per_task(values: list[str] | None, kind, flag: str) -> dict:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from evalharness.matrix.errors import SpecError
-    from evalharness.matrix.load import load_matrix
+    from evalharness.serving.engines import load_matrix
     from evalharness.records.io import ResultsError
 
     try:
@@ -285,8 +285,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             return fail(str(exc))
         print(f"html: {path} ({path.stat().st_size / 1e6:.1f} MB; opens from disk, no server)")
         return 0
+    from evalharness.serving.engines import ENGINES
+
     try:
-        render_all(run, out_dir)
+        render_all(run, out_dir, engines=ENGINES)
     except ResultsError as exc:
         return fail(str(exc))
     _print_verdict(run)

@@ -83,10 +83,11 @@ def record_gate(run, run_dir: Path) -> None:
     from evalharness.records.io import ResultsError, save_run
     from evalharness.render.outputs import append_step_summary, render_all
     from evalharness.render.verdict import gate_line
+    from evalharness.serving.engines import ENGINES
 
     try:
         save_run(run, run_dir)
-        render_all(run, run_dir, step_summary=False)
+        render_all(run, run_dir, step_summary=False, engines=ENGINES)
     except (OSError, ResultsError) as exc:
         print(f"gate: warning: the outcome is not recorded in {run_dir} ({exc}); the reports do not show it")
     append_step_summary(f"> {gate_line(run.decision.gate)}")  # the run's summary is there already

@@ -5,6 +5,7 @@ folder, and expanded; every failure is one SpecError fit for the command line (t
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from evalharness.matrix.engines import EngineTraits
 from evalharness.matrix.errors import SpecError, line_of, format_validation_error
 from evalharness.matrix.expand import relaunch_of, expand, reference_cell
 from evalharness.matrix.schema import Cell, Matrix
@@ -61,8 +63,9 @@ def _tokenizer_problem(matrix: Matrix) -> str | None:
     return None
 
 
-def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
-    """Read, validate and expand a matrix file. Raises SpecError with a message fit for the command line."""
+def load_matrix(path: str | Path, engines: Mapping[str, EngineTraits]) -> tuple[Matrix, list[Cell], Cell]:
+    """Read, validate and expand a matrix file against the `engines` it may name (serving/engines' `load_matrix` hands
+    them in). Raises SpecError with a message fit for the command line."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -81,7 +84,7 @@ def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
     if not isinstance(tree, dict):
         raise SpecError(f"{path}: expected a mapping of matrix keys (name, engine, model, axes, ...) at the top level")
     try:
-        matrix = Matrix.model_validate(_plain(tree))
+        matrix = Matrix.model_validate(_plain(tree), context={"engines": engines})
     except ValidationError as exc:
         raise SpecError(format_validation_error(path, tree, exc)) from None
     updates: dict[str, Any] = {"model": _resolve_relative(matrix.model, path.parent)}

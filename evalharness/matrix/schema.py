@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from evalharness.matrix.base import NAME_PATTERN, TASK_PATTERN, _Strict, unknown_name  # noqa: F401  (re-exported)
 from evalharness.matrix.confirm import ConfirmSection
+from evalharness.matrix.engines import (EngineName, LaunchedEngineName, engines_of, known_engine, launch_problem,
+                                        settle_tokenizer)
 from evalharness.matrix.fidelity import LengthSection
 from evalharness.matrix.quality import QualitySection, TaskSettings
 from evalharness.measures.specs import MeasureSections
@@ -45,9 +47,6 @@ def _check_flags(args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-LaunchedEngine = Literal["sglang", "vllm", "transformers"]
-
-
 class Settings(_Strict):
     """What one axis value adds to the base launch, or changes: the engine that serves the cell and its command."""
 
@@ -55,9 +54,9 @@ class Settings(_Strict):
     label: str | None = Field(None, min_length=1, max_length=24, pattern=r"^[\w.+:-]+$", description="how reports "
                               "name a cell with this value (default: the value, or axis=value where the value alone "
                               "does not tell its axis), e.g. `mtp` for nextn: on")
-    engine: LaunchedEngine | None = Field(None, description="serve the cells with this value on this engine instead "
-                                          "of the matrix's (the engine as an axis); give its own `command` and the "
-                                          "flags only it takes in this value's args")
+    engine: LaunchedEngineName | None = Field(None, description="serve the cells with this value on this engine "
+                                              "instead of the matrix's (the engine as an axis); give its own "
+                                              "`command` and the flags only it takes in this value's args")
     command: list[str] | None = Field(None, min_length=1, description="the launcher argv for the cells with this "
                                       "value (default: the matrix's command where the engine is the matrix's, "
                                       "else the engine's default)")
@@ -65,6 +64,11 @@ class Settings(_Strict):
     env: dict[str, EnvValue] = Field(default_factory=dict)
 
     _flags = field_validator("args")(classmethod(lambda cls, v: _check_flags(v)))
+
+    @field_validator("engine")
+    @classmethod
+    def _known(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return known_engine(value, info, launched_only=True)
 
 
 class Timeouts(_Strict):
@@ -180,7 +184,7 @@ class Matrix(MeasureSections):  # every measure's section (measures/specs.py), w
 
     name: str = Field(min_length=1)
     description: str | None = None
-    engine: Literal["sglang", "vllm", "transformers", "external"] | None = Field(
+    engine: EngineName | None = Field(
         None, description="the engine of every cell whose axis values do not name one; needed unless they all do")
     model: str = Field(min_length=1)
     served_model_name: str | None = None
@@ -212,36 +216,30 @@ class Matrix(MeasureSections):  # every measure's section (measures/specs.py), w
 
     _flags = field_validator("args")(classmethod(lambda cls, v: _check_flags(v)))
 
+    @field_validator("engine")
+    @classmethod
+    def _known(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return known_engine(value, info, launched_only=False)
+
     @model_validator(mode="after")
-    def _consistent(self) -> "Matrix":
+    def _consistent(self, info: ValidationInfo) -> "Matrix":
         for axis, values in self.axes.items():
             if not values:
                 raise ValueError(f"axes.{axis}: an axis needs at least one value")
         engine_values = {f"{axis}.{name}": value.engine for axis, values in self.axes.items()
                          for name, value in values.items() if value and value.engine}
-        if self.engine == "external" and engine_values:
-            raise ValueError(f"axes: engine 'external' serves one endpoint; {', '.join(engine_values)} name "
-                             "engines to launch")
-        if self.engine is None and not engine_values:
-            raise ValueError("engine: needed (sglang, vllm, transformers or external), unless axis values name each "
-                             "cell's engine")
-        if self.engine == "external":
-            if not self.base_url:
-                raise ValueError("base_url: engine 'external' needs the base_url of the running endpoint")
-            if self.command or self.args or any(v and (v.args or v.env)
-                                                for vs in self.axes.values() for v in vs.values()):
-                raise ValueError("engine 'external' launches nothing: command, args and axis args/env do not apply")
-        elif self.base_url:
-            raise ValueError(f"base_url: only engine 'external' takes a base_url; engine {self.engine!r} is launched")
-        sglang = self.engine == "sglang" or "sglang" in engine_values.values()
-        if self.quality is not None and self.quality.tokenizer is None:  # the default (matrix/quality.py says why)
-            self.quality.tokenizer = "local" if sglang else "remote"
-        if sglang and self.quality and self.quality.uses_api("completions") and self.quality.tokenizer == "remote":
-            # lm-eval's RemoteTokenizer GETs /tokenizer_info first; SGLang 0.5.23 has no such endpoint (404), so
-            # every task would fail after its retries (sglang/srt/entrypoints/http_server.py has /tokenize only)
-            raise ValueError("quality.tokenizer: SGLang has no /tokenizer_info endpoint, which the remote tokenizer "
-                             "needs; set `tokenizer: local` (the served model's tokenizer.json, read by the harness; "
-                             "the default on SGLang), `none` (generation tasks only) or `api: chat`")
+        engines = engines_of(info)  # the engines' own traits, handed in by whoever loads the file (matrix/engines.py)
+        if engines is not None:
+            launches = bool(self.command or self.args or any(v and (v.args or v.env)
+                                                              for vs in self.axes.values() for v in vs.values()))
+            problem = launch_problem(self.engine, engine_values, self.base_url, launches, engines)
+            if problem:
+                raise ValueError(problem)
+        elif self.engine is None and not engine_values:
+            raise ValueError("engine: needed, unless axis values name each cell's engine")
+        problem = settle_tokenizer(self.quality, self.engine, engine_values, engines)
+        if problem:
+            raise ValueError(problem)
         self._add_length()
         unknown = [t for t in self.batching.tasks if not self.quality or t not in self.quality.tasks]
         if self.batching.enabled and unknown:

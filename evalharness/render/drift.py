@@ -4,8 +4,10 @@ reference's A/A rows (its noise floor), and what the engine does with per-reques
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from evalharness.analysis.stats import confidence_text
+from evalharness.records.engine_profile import EngineProfile, profile_of
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
 
@@ -55,7 +57,7 @@ def _drift_row(label: str, t) -> list[str]:
             md_text("; ".join(x for x in (_method(t), _settle(t)) if x))]
 
 
-def drift_section(run: RunResult) -> list[str]:
+def drift_section(run: RunResult, engines: Mapping[str, EngineProfile] | None = None) -> list[str]:
     rows = []
     for noise in run.noise:
         if noise.aa is not None:
@@ -105,7 +107,7 @@ def drift_section(run: RunResult) -> list[str]:
     out += ["", markdown_table(["cell", "task", "paired", "reference", "cell", "Δ [interval, confidence]", "margin",
                                 "verdict", "p",
                                 "flips r→w / w→r", "test; note"], rows), ""]
-    return out + _screened_note(run) + _seed_note(run)
+    return out + _screened_note(run) + _seed_note(run, engines)
 
 
 def _screened_note(run: RunResult) -> list[str]:
@@ -118,23 +120,14 @@ def _screened_note(run: RunResult) -> list[str]:
         f"`{cid}` {md_text(why or '', 300)}" for cid, why in screened) + ".", ""]
 
 
-def _seed_note(run: RunResult) -> list[str]:
-    """Whether repeats rest on the engine honouring per-request seeds: say so rather than assume reproducibility."""
+def _seed_note(run: RunResult, engines: Mapping[str, EngineProfile] | None) -> list[str]:
+    """Whether repeats rest on the engine honouring per-request seeds: say so rather than assume reproducibility (what
+    each engine does with a seed is its own module's `seeds`, handed in)."""
     seeded = [t for c in run.cells.values() for t in c.quality if t.repeats]
     if not seeded:
         return []
     return [f"Quality repeats send their own seed with every request (repeat k: seed {seeded[0].seed or 1234}+k, the "
             "same seeds in every cell). Each repeat is analysed as an independent draw whatever the engine does with "
             "the seed; whether the engine reproduces a seed's answers is not assumed "
-            f"({'; '.join(md_text(seed_statement(engine)) for engine in run.engines())}).", ""]
+            f"({'; '.join(md_text(profile_of(engines, engine).seeds, 400) for engine in run.engines())}).", ""]
 
-
-def seed_statement(engine: str) -> str:
-    """What each engine does with the OpenAI `seed` of a request, from its source."""
-    return {
-        "vllm": "vLLM gives a seeded request its own torch generator, `generator.manual_seed(seed)` "
-                "(v1/worker/gpu_model_runner.py), so a seed repeats its draws while batching and kernels stay alike",
-        "sglang": "SGLang maps `seed` to `sampling_seed` (srt/entrypoints/openai/protocol.py) and uses it only "
-                  "with --enable-deterministic-inference (srt/sampling/sampling_batch_info.py): otherwise it is "
-                  "ignored and repeats of one seed differ",
-    }.get(engine, "an external endpoint: unknown whether it honours per-request seeds")

@@ -5,7 +5,10 @@ requests, so that a reader can tell which differences are the engine's own. Pure
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from evalharness.analysis.engines import EngineComparison, engine_comparisons
+from evalharness.records.engine_profile import EngineProfile
 from evalharness.records.run import RunResult
 from evalharness.render.markdown import markdown_table, md_text
 
@@ -29,8 +32,8 @@ def _prompt_line(comparison: EngineComparison) -> str:
             "because the model was asked something else.")
 
 
-def engines_section(run: RunResult) -> list[str]:
-    comparisons = engine_comparisons(run)
+def engines_section(run: RunResult, engines: Mapping[str, EngineProfile] | None = None) -> list[str]:
+    comparisons = engine_comparisons(run, engines)
     if not comparisons:
         return []
     out = ["## Engines side by side", "",

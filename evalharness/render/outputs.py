@@ -6,9 +6,11 @@ And the renderings of a comparison of two runs (`evalharness compare`)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from evalharness.analysis.compare import RunComparison
+from evalharness.records.engine_profile import EngineProfile
 from evalharness.records.io import atomic_write_text
 from evalharness.records.run import RunResult
 from evalharness.render.compare import compare_markdown
@@ -20,12 +22,13 @@ from evalharness.render.report import render_markdown, summary_markdown
 from evalharness.render.verdict import pick_of
 
 
-def render_all(run: RunResult, out_dir: Path, step_summary: bool = True) -> None:
+def render_all(run: RunResult, out_dir: Path, step_summary: bool = True,
+               engines: Mapping[str, EngineProfile] | None = None) -> None:
     """report.md, summary.md, results.csv, report.html, pareto.png and curves.png from the saved run; the summary also
     goes to $GITHUB_STEP_SUMMARY when it is set (appended, as GitHub expects) unless `step_summary` is False (a
-    second rendering of one run, which appends only what it adds)."""
+    second rendering of one run, which appends only what it adds). `engines`: as render_markdown's."""
     out_dir = Path(out_dir)
-    atomic_write_text(out_dir / "report.md", render_markdown(run))
+    atomic_write_text(out_dir / "report.md", render_markdown(run, engines))
     write_html(run, out_dir)
     summary = summary_markdown(run)
     atomic_write_text(out_dir / "summary.md", summary)

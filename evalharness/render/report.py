@@ -7,7 +7,10 @@ phases, serving, the runner or the command line.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from evalharness.analysis.settings import asked_names, resolved_differences
+from evalharness.records.engine_profile import EngineProfile
 from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section
 from evalharness.records.run import CellResult, RunResult
@@ -40,7 +43,9 @@ def _known_warnings(cell: CellResult) -> list[str]:
             for w in cell.warnings if w.key != "other"]
 
 
-def render_markdown(run: RunResult) -> str:
+def render_markdown(run: RunResult, engines: Mapping[str, EngineProfile] | None = None) -> str:
+    """report.md; `engines` (by name: serving/engines' ENGINES, handed in by the runner and the CLI) say what each
+    engine does with a seed and where its record holds a setting; without them an engine reads as unknown."""
     meta = run.meta
     parts = [f"# evalharness: {md_text(meta.matrix_name)}", ""]
     state = "complete" if run.complete else ("interrupted" if run.interrupted else "in progress")
@@ -91,9 +96,9 @@ def render_markdown(run: RunResult) -> str:
         parts += ["", "Scores are the task's headline metric (the first metric and filter of its lm-eval config; "
                       "named in Quality tasks) ± its standard error, from lm-eval's per-sample records in "
                       "`cells/<id>/quality/<task>/`."]
-    parts += ["", *quality_section(run), *drift_section(run), *task_sections(run),
+    parts += ["", *quality_section(run), *drift_section(run, engines), *task_sections(run),
               *measure_sections(run), *length_section(run), *numerics_section(run), *throughput_section(run),
-              *timing_section(run), *server_section(run), *garbage_section(run), *engines_section(run),
+              *timing_section(run), *server_section(run), *garbage_section(run), *engines_section(run, engines),
               *_differences_section(run)]
     parts += _no_effect_section(run)
     parts += _warnings_section(run)

@@ -318,4 +318,4 @@ def _cancel_all(ray: Any, tasks: dict[Any, "_Task"], matrix: Matrix, settle) -> 
 
 def _save(run: RunResult, out_dir: Path) -> None:
     save_run(run, out_dir)
-    render_all(run, out_dir)
+    render_all(run, out_dir, engines=ENGINES)

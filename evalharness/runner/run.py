@@ -130,7 +130,7 @@ def family_size(matrix: Matrix, cells: list[Cell]) -> int:
 def write_outputs(run: RunResult, out_dir: Path) -> None:
     """results.json first (the record), then every renderer of it."""
     save_run(run, out_dir)
-    render_all(run, out_dir)
+    render_all(run, out_dir, engines=ENGINES)
 
 
 def check_task_data(matrix: Matrix) -> None:
@@ -224,7 +224,7 @@ def execute(matrix: Matrix, cells: list[Cell], reference: Cell, matrix_path: Pat
         try:
             save_run(run, out_dir)
             saved = len(run.cells)
-            render_all(run, out_dir)
+            render_all(run, out_dir, engines=ENGINES)
         except OSError as exc:  # disk full, folder gone or read-only: stop, and say what the folder still holds
             save_error = (f"cannot save the results in {out_dir}: {exc.strerror or exc}; results.json still holds "
                           f"the last good save ({saved} finished cells, not marked complete); free the space and "

@@ -18,7 +18,7 @@ import httpx
 import psutil
 import pytest
 
-from evalharness.matrix.load import load_matrix
+from evalharness.serving.engines import load_matrix
 from evalharness.measures.tasks import worker_spec
 from evalharness.analysis.outputlength import length_ratio
 from evalharness.phases.quality import run_quality

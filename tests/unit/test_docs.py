@@ -54,7 +54,7 @@ def test_the_readme_carries_no_dates_or_commit_hashes():
 
 def test_the_readme_minimal_matrix_loads_through_the_schema(tmp_path):
     from evalharness.cli import main
-    from evalharness.matrix.load import load_matrix
+    from evalharness.serving.engines import load_matrix
 
     block = re.search(r"^```yaml\n(.*?)^```", README.read_text(encoding="utf-8"), flags=re.S | re.M).group(1)
     path = tmp_path / "my-model.yaml"

@@ -170,14 +170,6 @@ ROOT = PACKAGE.parent
 SIZED = ("evalharness", "benchmarks", "scripts")  # the folders the size and width rules cover
 MAX_WIDTH = 120
 ENGINES_FOLDER = PACKAGE / "serving" / "engines"
-# where an engine's name is still written outside its module, and why (what would move it):
-# - matrix/schema.py: the matrix validates `engine:` against the names and the external endpoint's own keys
-#   (base_url); the matrix is the leaf the engine modules import, so it cannot ask them;
-# - analysis/engines.py and render/drift.py: tables that read a recorded cell's settings and seed behaviour by its
-#   engine's name; analysis and render read records only, so the engine would have to write them into the record.
-ENGINE_NAMES_LEFT = {"matrix/schema.py", "analysis/engines.py", "render/drift.py"}
-
-
 def sized_files() -> list[Path]:
     return sorted(path for folder in SIZED for path in (ROOT / folder).rglob("*.py"))
 
@@ -195,11 +187,12 @@ def size_violations(files: dict[str, str]) -> list[str]:
 
 
 def engine_name_violations(files: dict[str, str], names: set[str]) -> list[str]:
-    """A string constant that is an engine's name, in a package module outside serving/engines/ and not in
-    ENGINE_NAMES_LEFT: the code branches on a name where it should ask the engine (serving/engines/_common.py)."""
+    """A string constant that is an engine's name, in a package module outside serving/engines/: the code branches
+    on a name, or keys a table by it, where it should ask the engine (serving/engines/_common.py). The matrix and the
+    report ask too: the engines are handed to them (matrix/engines.py, records/engine_profile.py)."""
     out = []
     for name, text in sorted(files.items()):
-        if name.startswith("serving/engines/") or name in ENGINE_NAMES_LEFT:
+        if name.startswith("serving/engines/"):
             continue
         out += [f"{name}:{node.lineno}: {node.value!r}" for node in ast.walk(ast.parse(text))
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
@@ -246,12 +239,33 @@ def test_every_engine_answers_what_the_runner_and_validate_ask():
     """A new engine is one module under serving/engines/: it must answer every capability the package asks."""
     from evalharness.serving.engines import ENGINES
 
-    asked = ("label", "launches", "checks_install", "log_rules", "terminate", "load_request_extras", "logprob_path",
-             "launch_plan", "resolved_config", "server_facts", "before_load", "after_load", "scenario_log_summary",
-             "calls_flag_notes", "check_cells", "log_markers")
+    from evalharness.records.engine_profile import SETTING_CONCEPTS, SettingSource
+
+    asked = ("label", "launches", "tokenizer_info", "checks_install", "log_rules", "terminate", "load_request_extras",
+             "logprob_path", "launch_plan", "resolved_config", "server_facts", "before_load", "after_load",
+             "scenario_log_summary", "calls_flag_notes", "check_cells", "log_markers", "seeds", "settings")
     for name, engine in ENGINES.items():
         assert engine.name == name and all(hasattr(engine, what) for what in asked), name
+        assert engine.seeds and set(engine.settings) <= set(SETTING_CONCEPTS), name
+        assert all(isinstance(source, SettingSource) and source.part in ("resolved", "server")
+                   for source in engine.settings.values()), name
     assert {name for name, engine in ENGINES.items() if not engine.launches} == {"external"}
+
+
+def unprofiled_render_calls(files: dict[str, str]) -> list[str]:
+    """A call of render_all outside render/ that does not hand it the engines: its report would call every engine
+    unknown (what it does with a seed, where it keeps a setting)."""
+    return [f"{name}:{node.lineno}" for name, text in sorted(files.items()) if not name.startswith("render/")
+            for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) == "render_all"
+            and "engines" not in {k.arg for k in node.keywords}]
+
+
+def test_every_rendering_of_a_run_is_handed_the_engines():
+    texts = _package_texts()
+    assert unprofiled_render_calls(texts) == []
+    texts["cli/runs.py"] += "\n\nrender_all(run, out_dir)\n"
+    assert unprofiled_render_calls(texts) == [f"cli/runs.py:{len(texts['cli/runs.py'].splitlines())}"]
 
 
 ENTRIES = {"spec": "SPEC", "phase": "run_phase", "compare": "compare", "report": "tables", "price": "price"}

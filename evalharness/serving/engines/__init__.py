@@ -1,5 +1,10 @@
-"""Engines by name. Each module owns one engine's launch argv, readiness endpoint, log knowledge and config scrape."""
+"""Engines by name. Each module owns one engine's launch argv, readiness endpoint, log knowledge and config scrape, and
+what the matrix and the report must know of it (the matrix checks a file against these engines: `load_matrix`)."""
 
+from pathlib import Path
+
+from evalharness.matrix.load import load_matrix as _load_matrix
+from evalharness.matrix.schema import Cell, Matrix
 from evalharness.serving.engines._common import Engine, LaunchPlan, render_args
 from evalharness.serving.engines.external import ExternalEngine
 from evalharness.serving.engines.sglang import SglangEngine
@@ -9,4 +14,11 @@ from evalharness.serving.engines.vllm import VllmEngine
 ENGINES: dict[str, Engine] = {"sglang": SglangEngine(), "vllm": VllmEngine(), "transformers": TransformersEngine(),
                                "external": ExternalEngine()}
 
-__all__ = ["ENGINES", "Engine", "LaunchPlan", "render_args"]
+
+
+def load_matrix(path: str | Path) -> tuple[Matrix, list[Cell], Cell]:
+    """Read, validate and expand a matrix file whose engines are these (matrix/load.py; SpecError when it is bad)."""
+    return _load_matrix(path, ENGINES)
+
+
+__all__ = ["ENGINES", "Engine", "LaunchPlan", "load_matrix", "render_args"]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from evalharness.records.engine_profile import SettingSource
 from evalharness.serving.logscan import LogRules
 from evalharness.matrix.schema import Cell, Matrix
 
@@ -34,6 +36,13 @@ class Engine(Protocol):
     # whether the harness starts and stops its server: False for an endpoint that is already up (no port, no GPU
     # baseline, no host watch, no relaunch for the reverse direction, nothing to spread over Ray)
     launches: bool
+    # whether it serves /tokenizer_info, which lm-eval's remote tokenizer reads first (matrix/engines.py): where it
+    # does not, a matrix's loglikelihood tasks default to the harness's local tokenizer
+    tokenizer_info: bool
+    # what it does with a request's OpenAI `seed` and where its record holds the settings the report compares by
+    # meaning (records/engine_profile.py EngineProfile: the report reads them, handed in by the runner and the CLI)
+    seeds: str
+    settings: Mapping[str, SettingSource]
     checks_install: bool  # whether check_cells runs the cells through the installed engine (validate)
     log_rules: LogRules
     # how teardown starts (server.py): "group" SIGTERMs the whole process group (vLLM: every process handles it);

@@ -19,6 +19,9 @@ class ExternalEngine:
     label = "the external endpoint"
     checks_install = False
     launches = False
+    tokenizer_info = True  # unknown make: the remote tokenizer is tried, and a 404 fails the task with its reason
+    seeds = "an external endpoint: unknown whether it honours per-request seeds"
+    settings: dict = {}  # an endpoint of unknown make: nothing is read as a setting
     log_rules = LogRules()
     terminate = "group"  # never used: nothing is launched
     load_request_extras: dict = {}

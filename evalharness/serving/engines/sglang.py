@@ -34,6 +34,7 @@ from typing import Any
 import httpx
 
 from evalharness.matrix.schema import Cell, Matrix
+from evalharness.records.engine_profile import MODEL_OWN, SettingSource, negated, torch_dtype
 from evalharness.serving.engines._common import (LaunchPlan, flag_given, flatten, get_json, prometheus_totals,
                                                  server_plan)
 from evalharness.serving.engines.sglang_check import SglangCheck, check_cells, engine_versions, find_python
@@ -64,6 +65,24 @@ def server_info(client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
+# where the report finds each setting it compares by meaning (records/engine_profile.py): /server_info
+# (`resolved_config`) and its measured facts (`server_facts`). SGLang reports every setting, None for the model's own;
+# sampling_defaults "model" takes the model's generation_config.json (sglang/srt/server_args.py)
+SETTINGS = {
+    "weights dtype": SettingSource("resolved", "dtype", torch_dtype),
+    "KV cache dtype": SettingSource("resolved", "kv_cache_dtype"),
+    "context length": SettingSource("resolved", "context_length"),
+    "KV cache tokens": SettingSource("server", "token_capacity"),
+    "requests at once (ceiling)": SettingSource("server", "max_running_requests"),
+    "tokenizer mode": SettingSource("resolved", "tokenizer_mode"),
+    "quantization": SettingSource("resolved", "quantization"),
+    "prefix caching": SettingSource("resolved", "disable_radix_cache", negated),
+    "chunked prefill": SettingSource("resolved", "chunked_prefill_size", lambda v: v is not None and v > 0),
+    "default sampling": SettingSource("resolved", "sampling_defaults", lambda v: MODEL_OWN if v == "model" else v),
+    "chat template": SettingSource("resolved", "chat_template", lambda v: v or MODEL_OWN),
+}
+
+
 class SglangEngine:
     """Knowledge of SGLang's server (`sglang serve`, or `python -m sglang.launch_server` through `command`)."""
 
@@ -71,6 +90,11 @@ class SglangEngine:
     label = "SGLang"
     checks_install = True
     launches = True
+    tokenizer_info = False  # 0.5.23: /tokenize only, /tokenizer_info answers 404 (srt/entrypoints/http_server.py)
+    seeds = ("SGLang maps `seed` to `sampling_seed` (srt/entrypoints/openai/protocol.py) and uses it only "
+             "with --enable-deterministic-inference (srt/sampling/sampling_batch_info.py): otherwise it is "
+             "ignored and repeats of one seed differ")
+    settings = SETTINGS
     log_rules = LOG_RULES
     terminate = "launcher"  # SIGTERM to the launcher only, then the tree (see the module docstring)
     # sglang/srt/entrypoints/openai/protocol.py (return_spec_tokens_details, SpecTokensDetails): each response ends

@@ -34,6 +34,11 @@ class TransformersEngine:
     label = "transformers serve"
     checks_install = False
     launches = True
+    tokenizer_info = False  # no such route (a 404 on 5.19.0): matrices/cpu-transformers.yaml splits prompts locally
+    seeds = ("transformers serve sets the process's torch seed, `torch.manual_seed(seed)`, as it builds a request's "
+             "generation config (transformers/cli/serving/utils.py): one global generator, so a seed repeats its "
+             "draws only while requests come one at a time")
+    settings: dict = {}  # it reports no resolved settings (no /server_info, no config line)
     log_rules = LogRules()  # the shared crash rules (serving/logscan.py) are all it needs so far
     terminate = "group"  # one uvicorn process, which handles SIGTERM
     load_request_extras: dict = {}

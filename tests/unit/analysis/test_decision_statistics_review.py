@@ -217,7 +217,7 @@ def test_point_5_a_baseline_refreshed_with_another_runs_repeats_pools_them(tmp_p
 def test_the_between_launch_a_a_is_a_matrix_option(tmp_path):
     from pathlib import Path
 
-    from evalharness.matrix.load import load_matrix
+    from evalharness.serving.engines import load_matrix
 
     text = Path("matrices/cpu-smollm2.yaml").read_text().replace("../.engine", str(Path(".").resolve() / ".engine"))
     assert "\nreport:\n" in text

@@ -225,7 +225,7 @@ def test_report_html_shows_the_section_as_text(browser, tmp_path):
 
 def test_the_buckets_tasks_are_greedy_completions_of_every_document_and_plan_prices_them():
     from evalharness.analysis.plan import make_plan
-    from evalharness.matrix.load import load_matrix
+    from evalharness.serving.engines import load_matrix
     from tests.unit.phases.test_local_tokenizer import REPO
 
     matrix, _, _ = load_matrix(REPO / "matrices" / "sm120.yaml")  # samples its standard tasks, thinking on

@@ -28,7 +28,7 @@ TWO_STAGE = {"name": "m", "quality": {"tasks": ["a", "b"], "limit": 100, "repeat
 
 
 def _sm120_plan(**extra):
-    from evalharness.matrix.load import load_matrix
+    from evalharness.serving.engines import load_matrix
 
     matrix, cells, _ = load_matrix("matrices/sm120.yaml")
     return make_plan(matrix.model_dump(mode="json"), cells=len(cells), tok_s=1500.0, startup_min=10,

@@ -11,7 +11,7 @@ import pytest
 from evalharness.cli import main
 from evalharness.matrix.errors import SpecError
 from evalharness.matrix.expand import expand, settings_hash
-from evalharness.matrix.load import load_matrix
+from evalharness.serving.engines import load_matrix
 from evalharness.matrix.schema import Matrix
 from evalharness.records.run import CellResult, RunMeta, RunResult
 from evalharness.serving.engines import ENGINES
@@ -106,14 +106,22 @@ def test_conflicting_or_missing_engines_are_refused(change, message):
 
 
 def test_a_matrix_without_any_engine_or_an_external_one_with_engine_values_is_refused():
+    """The engines' own traits decide (matrix/engines.py): handed in as the loader does, an endpoint engine takes no
+    launched axis values, and a name no engine module has is refused with the names there are."""
+    engines = {"engines": ENGINES}
     with pytest.raises(ValueError, match="engine: needed"):
-        Matrix.model_validate({"name": "m", "model": "/m"})
+        Matrix.model_validate({"name": "m", "model": "/m"}, context=engines)
     with pytest.raises(ValueError, match="engine 'external' serves one endpoint"):
         Matrix.model_validate({"name": "m", "engine": "external", "model": "/m", "base_url": "http://h/v1",
-                               "axes": {"engine": {"s": {"engine": "sglang"}}}})
+                               "axes": {"engine": {"s": {"engine": "sglang"}}}}, context=engines)
+    with pytest.raises(ValueError, match="'external' is not an engine the harness launches"):
+        Matrix.model_validate({"name": "m", "engine": "vllm", "model": "/m",
+                               "axes": {"engine": {"s": {"engine": "external"}}}}, context=engines)
+    with pytest.raises(ValueError, match="'llamacpp' is not an engine; expected 'sglang', 'vllm'"):
+        Matrix.model_validate({"name": "m", "engine": "llamacpp", "model": "/m"}, context=engines)
     # every cell naming its engine: no top-level engine needed
     matrix = Matrix.model_validate({"name": "m", "model": "/m", "axes": {"engine": {
-        "s": {"engine": "sglang"}, "v": {"engine": "vllm"}}}})
+        "s": {"engine": "sglang"}, "v": {"engine": "vllm"}}}}, context=engines)
     assert [c.engine for c in expand(matrix)] == ["sglang", "vllm"]
 
 
@@ -154,3 +162,16 @@ def test_the_shipped_engines_matrix_serves_one_model_on_both_engines():
     sglang = next(c for c in cells if c.engine == "sglang")
     assert matrix.command_for(sglang)[0].endswith(".engine/sglang/venv/bin/sglang")
     assert sglang.args["--context-length"] == next(c for c in cells if c.engine == "vllm").args["--max-model-len"]
+
+
+def test_the_tokenizer_default_follows_what_each_engine_serves(tmp_path):
+    """An engine without /tokenizer_info (its module's `tokenizer_info`: SGLang's and transformers serve's) splits
+    loglikelihood prompts with the local tokenizer by default; vLLM's endpoint serves it, so remote stays."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "tokenizer.json").write_text("{}")
+    made = {}
+    for engine in ("vllm", "sglang", "transformers"):
+        path = tmp_path / f"{engine}.yaml"
+        path.write_text(f"name: m\nengine: {engine}\nmodel: ./model\nquality: {{tasks: [eh_choice]}}\n")
+        made[engine] = load_matrix(path)[0].quality.tokenizer
+    assert made == {"vllm": "remote", "sglang": "local", "transformers": "local"}

@@ -7,7 +7,7 @@ import pytest
 from evalharness.cli import main
 from evalharness.matrix.errors import SpecError
 from evalharness.matrix.expand import cell_id
-from evalharness.matrix.load import load_matrix
+from evalharness.serving.engines import load_matrix
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -12,7 +12,7 @@ from evalharness.measures.batching.compare import compare as batch_change
 from evalharness.measures.batching.spec import BatchAnswer, BatchDependence
 from evalharness.measures.reports import measure_sections
 from evalharness.matrix.errors import SpecError
-from evalharness.matrix.load import load_matrix
+from evalharness.serving.engines import load_matrix
 from evalharness.phases.prompts import BatchPromptsError, first_difference, load_prompts
 from evalharness.records.drift import CellDrift
 from evalharness.records.run import CellResult, RunMeta, RunResult

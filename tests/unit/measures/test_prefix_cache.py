@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from evalharness.analysis.decision import qualifiers
-from evalharness.matrix.load import load_matrix
+from evalharness.serving.engines import load_matrix
 from evalharness.measures.comparisons import flagged
 from evalharness.measures.prefix_cache.compare import compare as cache_change
 from evalharness.measures.prefix_cache.phase import ASK, cache_prompts, flush, logprob_gap, warmer

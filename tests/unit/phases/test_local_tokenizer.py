@@ -16,7 +16,7 @@ import pytest
 
 from evalharness.cli import main
 from evalharness.matrix.errors import SpecError
-from evalharness.matrix.load import load_matrix
+from evalharness.serving.engines import load_matrix
 from evalharness.phases._local_tokenizer import (PROBE, LocalTokenizer, TokenizerProblem, engine_agreement, root_of,
                                                  served_tokenizer, tokenizer_folder)
 

@@ -4,7 +4,9 @@ them (vLLM 0.32.0's config line and /v1/models; SGLang 0.5.23's /server_info, re
 
 from __future__ import annotations
 
-from evalharness.analysis.engines import MODEL_OWN, engine_comparisons
+from evalharness.analysis.engines import engine_comparisons
+from evalharness.records.engine_profile import MODEL_OWN
+from evalharness.serving.engines import ENGINES
 from evalharness.records.measures import Percentiles, ScenarioResult
 from evalharness.records.run import CellResult, RunMeta, RunResult
 from evalharness.render.engines import engines_section
@@ -40,7 +42,8 @@ def _run(*cells: CellResult) -> RunResult:
 def test_settings_are_compared_by_meaning_across_the_engines_names():
     run = _run(_cell("v", "vllm", VLLM), _cell("s", "sglang", SGLANG, SGLANG_SERVER),
                _cell("v2", "vllm", {**VLLM, "engine.dtype": "torch.bfloat16"}))
-    [comparison] = engine_comparisons(run)  # the cell on the reference's own engine is not an engine comparison
+    # the cell on the reference's own engine is not an engine comparison
+    [comparison] = engine_comparisons(run, ENGINES)
     settings = {s.concept: s for s in comparison.settings}
     assert (comparison.cell, comparison.reference_engine, comparison.cell_engine) == ("s", "vllm", "sglang")
     assert settings["weights dtype"].same and settings["weights dtype"].cell == "float32"  # torch.float32 read alike
@@ -56,19 +59,19 @@ def test_settings_are_compared_by_meaning_across_the_engines_names():
 
 def test_a_different_bfloat16_on_the_other_engine_is_a_difference_the_report_names():
     run = _run(_cell("v", "vllm", VLLM), _cell("s", "sglang", {**SGLANG, "dtype": "bfloat16"}, SGLANG_SERVER))
-    text = "\n".join(engines_section(run))
+    text = "\n".join(engines_section(run, ENGINES))
     assert "## Engines side by side" in text and "Resolved differently by the engines: weights dtype, KV cache tokens" in text
 
 
 def test_the_same_prompts_counted_alike_say_the_templates_agree_and_a_different_count_says_they_do_not():
     same = _run(_cell("v", "vllm", VLLM), _cell("s", "sglang", SGLANG, prompts=(50, 53, 44, 46)))
-    assert engine_comparisons(same)[0].prompt_tokens.differing == 0
-    assert "every prompt the same length on both" in "\n".join(engines_section(same))
+    assert engine_comparisons(same, ENGINES)[0].prompt_tokens.differing == 0
+    assert "every prompt the same length on both" in "\n".join(engines_section(same, ENGINES))
     # SGLang counted one prompt two tokens longer (another template or a BOS token): paired over the 3 both counted
     other = _run(_cell("v", "vllm", VLLM, prompts=(50, 53, 44, 46)), _cell("s", "sglang", SGLANG, prompts=(50, 55, 44)))
-    tokens = engine_comparisons(other)[0].prompt_tokens
+    tokens = engine_comparisons(other, ENGINES)[0].prompt_tokens
     assert (tokens.requests, tokens.differing) == (3, 1)
-    assert "**1 of 3 prompts differ in length**" in "\n".join(engines_section(other))
+    assert "**1 of 3 prompts differ in length**" in "\n".join(engines_section(other, ENGINES))
 
 
 def test_a_run_on_one_engine_has_no_such_section_and_keeps_its_key_by_key_differences():
@@ -81,3 +84,23 @@ def test_a_run_on_one_engine_has_no_such_section_and_keeps_its_key_by_key_differ
     assert "No ready cell differs from the reference" not in mixed
     # each engine with the version its own record gives (vLLM's resolved version, SGLang's server facts)
     assert "engines vllm 0.32.0 (the reference's) and sglang 0.5.23" in mixed
+
+
+def test_the_seed_note_says_each_engines_own_words_whole_and_an_undescribed_engine_is_unknown():
+    """What an engine does with a request's seed is its module's `seeds` (records/engine_profile.py), handed to the
+    report: the transformers server had been called "an external endpoint" by a table keyed by name."""
+    from evalharness.records.measures import RepeatScore, TaskScore
+    from evalharness.render.drift import _seed_note
+
+    cells = [_cell("v", "vllm", VLLM), _cell("s", "sglang", SGLANG, SGLANG_SERVER), _cell("t", "transformers", {}),
+             _cell("x", "external", {})]
+    for cell in cells:
+        cell.quality = [TaskScore(task="eh_copy", value=0.5, n=10, seed=1234,
+                                  repeats=[RepeatScore(repeat=1, seed=1235, value=0.5)])]
+    run = _run(*cells)
+    [note, _] = _seed_note(run, ENGINES)
+    assert "generator.manual\\_seed(seed)" in note and "repeats of one seed differ" in note  # SGLang's, not cut
+    assert "transformers serve sets the process" in note and "one at a time" in note
+    assert note.count("unknown whether it honours per-request seeds") == 1  # the external endpoint only
+    [unknown, _] = _seed_note(run, None)
+    assert unknown.count("unknown whether it honours per-request seeds") == 4

@@ -198,7 +198,7 @@ def test_validate_notes_what_each_engines_flags_mean_for_the_calls_tasks():
 
 
 def test_a_relative_path_in_a_flag_value_is_the_matrix_files(tmp_path):
-    from evalharness.matrix.load import load_matrix
+    from evalharness.serving.engines import load_matrix
 
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "x.yaml").write_text(
