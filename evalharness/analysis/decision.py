@@ -12,6 +12,8 @@ Pure: reads a RunResult whose drift and confirmation are refreshed; imports anal
 
 from __future__ import annotations
 
+import math
+
 from evalharness.analysis.equivalence import envelope_task
 from evalharness.analysis.length import bucket_figures
 from evalharness.analysis.operating import crossover, step_verdicts
@@ -57,7 +59,8 @@ def _faster(run: RunResult, skip: set[str | None]) -> list[tuple[float, str]]:
 
 
 def speed_words(verdict: SpeedVerdict) -> SpeedWords:
-    return SpeedWords(ratio=verdict.ratio, outcome=verdict.outcome, low=verdict.low, high=verdict.high,
+    # NaN where a side has no positive rate: JSON writes it null, which a float field would refuse on load
+    return SpeedWords(ratio=verdict.ratio if math.isfinite(verdict.ratio) else None, outcome=verdict.outcome, low=verdict.low, high=verdict.high,
                       level=verdict.level, text=verdict.text(), interval=verdict.interval_text())
 
 

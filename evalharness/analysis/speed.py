@@ -186,6 +186,8 @@ class SpeedVerdict:
         """'1.48x [90%: 1.31–1.67] faster', with what it rests on when disturbed repeats are in it."""
         if self.notes and (not math.isfinite(self.ratio) or self.ratio == 0):  # an SLO met on one side only
             return f"{self.outcome}: {'; '.join(self.notes)}"
+        if not math.isfinite(self.ratio):  # a side without a positive rate: nothing to divide
+            return f"{self.outcome}: no positive rate on both sides (a scenario that delivered no tokens)"
         parts = [f"{self.ratio:.2f}x", self.interval_text(), self.outcome if self.low is not None else
                  "undecided (measured once: no noise known)"]
         if any(self.resting):

@@ -112,7 +112,7 @@ class SpeedWords(BaseModel):
     """A cell's speed verdict against the reference at the operating point (analysis/speed.py SpeedVerdict), with
     the words the report prints."""
 
-    ratio: float
+    ratio: float | None  # None: a side without a positive rate (a cell whose engine died in its scenario)
     outcome: str  # faster | slower | equal | undecided
     low: float | None = None  # the one-sided bounds at `level`
     high: float | None = None

@@ -129,6 +129,10 @@ def test_the_run_finishes_every_cell_and_leaves_nothing(fault_run):
     assert not list(out.glob("cells/*/server.pid")), "a pid file outlived its server"
     for c in cells.values():
         assert c["teardown"]["leftover"] == [], c["id"]
+    # and the record loads back: the cell whose engine died in its scenario has no speed ratio (it measured 0 tok/s),
+    # which was saved as null into a field that refused it on load, so `report` and `--resume` failed on this run
+    again = run_harness("report", str(out), timeout=300)
+    assert again.returncode == 0 and "nanx" not in (out / "report.md").read_text(), again.stderr[-2000:]
 
 
 def test_intermittent_errors_are_retried_counted_and_the_results_kept(fault_run):

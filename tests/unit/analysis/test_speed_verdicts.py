@@ -353,3 +353,16 @@ def test_every_speed_interval_prints_its_level():
     assert fixed.text().startswith(f"{fixed.ratio:.2f}x [90%: {fixed.low:.2f}–{fixed.high:.2f}] faster")
     look = speedup(Side((15.0, 15.2, 14.9), plan=(2, 15)), Side((10.0, 10.1, 9.9)))
     assert look.level < 0.01 and f"[{confidence_text(look.confidence)}: " in look.text() and "99.98%" in look.text()
+
+
+def test_a_side_that_delivered_no_tokens_is_said_in_words_and_its_decision_loads_back():
+    """The fault suite's cell whose engine died in its scenario measured 0 tok/s: the ratio is NaN, which results.json
+    writes as null; the saved decision then failed to load ('decision.speed.<cell>.ratio: Input should be a valid
+    number'), so neither `report` nor `--resume` could read the run, and the report printed 'nanx'."""
+    from evalharness.analysis.decision import speed_words
+    from evalharness.records.decision import SpeedWords
+
+    verdict = speedup(Side((0.0,)), Side((24.0, 25.0)))
+    words = speed_words(verdict)
+    assert words.ratio is None and "nan" not in words.text and "no positive rate" in words.text
+    assert SpeedWords.model_validate_json(words.model_dump_json()) == words
