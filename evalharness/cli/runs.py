@@ -15,9 +15,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     from evalharness.matrix.errors import SpecError
     from evalharness.matrix.expand import cell_engines
-    from evalharness.serving.engines import load_matrix
     from evalharness.records.masking import mask_argv, mask_env
-    from evalharness.serving.engines import ENGINES, render_args
+    from evalharness.serving.engines import ENGINES, load_matrix, render_args
 
     try:
         matrix, cells, reference = load_matrix(args.matrix)

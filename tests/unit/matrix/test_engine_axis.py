@@ -11,10 +11,9 @@ import pytest
 from evalharness.cli import main
 from evalharness.matrix.errors import SpecError
 from evalharness.matrix.expand import expand, settings_hash
-from evalharness.serving.engines import load_matrix
+from evalharness.serving.engines import ENGINES, load_matrix
 from evalharness.matrix.schema import Matrix
 from evalharness.records.run import CellResult, RunMeta, RunResult
-from evalharness.serving.engines import ENGINES
 
 REPO = Path(__file__).resolve().parents[3]
 

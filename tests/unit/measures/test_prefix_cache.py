@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from evalharness.analysis.decision import qualifiers
-from evalharness.serving.engines import load_matrix
+from evalharness.serving.engines import ENGINES, load_matrix
 from evalharness.measures.comparisons import flagged
 from evalharness.measures.prefix_cache.compare import compare as cache_change
 from evalharness.measures.prefix_cache.phase import ASK, cache_prompts, flush, logprob_gap, warmer
@@ -17,7 +17,6 @@ from evalharness.measures.specs import read
 from evalharness.records.decision import Decision
 from evalharness.records.run import RunResult
 from tests.unit.measures.runs import run_of
-from evalharness.serving.engines import ENGINES
 from tests.headless import browser  # noqa: F401  (a fixture)
 
 ANSWER = "The lighthouse keeper trimmed the wick at dusk and cleaned the lens."
