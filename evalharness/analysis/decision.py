@@ -60,8 +60,9 @@ def _faster(run: RunResult, skip: set[str | None]) -> list[tuple[float, str]]:
 
 def speed_words(verdict: SpeedVerdict) -> SpeedWords:
     # NaN where a side has no positive rate: JSON writes it null, which a float field would refuse on load
-    return SpeedWords(ratio=verdict.ratio if math.isfinite(verdict.ratio) else None, outcome=verdict.outcome, low=verdict.low, high=verdict.high,
-                      level=verdict.level, text=verdict.text(), interval=verdict.interval_text())
+    ratio = verdict.ratio if math.isfinite(verdict.ratio) else None
+    return SpeedWords(ratio=ratio, outcome=verdict.outcome, low=verdict.low, high=verdict.high, level=verdict.level,
+                      text=verdict.text(), interval=verdict.interval_text())
 
 
 def verdicts(run: RunResult, decision: Decision) -> Decision:

@@ -41,9 +41,10 @@ def engines_of(info: ValidationInfo) -> Mapping[str, EngineTraits] | None:
     return (info.context or {}).get("engines") if isinstance(info.context, dict) else None
 
 
-def in_words(names: list[str]) -> str:
-    quoted = [repr(n) for n in names]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+def in_words(names: list[str], quote: bool = True) -> str:
+    """"'a', 'b' or 'c'" (quote=False: "a, b or c")."""
+    words = [repr(n) if quote else n for n in names]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def known_engine(value: str | None, info: ValidationInfo, launched_only: bool) -> str | None:
@@ -62,8 +63,7 @@ def launch_problem(engine: str | None, engine_values: dict[str, str], base_url: 
                    engines: Mapping[str, EngineTraits]) -> str | None:
     """Why the file's engine, its axis values' engines and its base_url disagree, if they do (pure)."""
     if engine is None and not engine_values:
-        return f"engine: needed ({in_words(list(engines)).replace(chr(39), '')}), unless axis values name each " \
-               "cell's engine"
+        return f"engine: needed ({in_words(list(engines), quote=False)}), unless axis values name each cell's engine"
     endpoint = engine is not None and not engines[engine].launches
     if endpoint and engine_values:
         return (f"axes: engine {engine!r} serves one endpoint; {', '.join(engine_values)} name engines to launch")
