@@ -19,7 +19,9 @@ start their own engine behind the proxy, a cell whose settings are the running e
 
 EH_FAULTS = {"seed": 1, "rules": [RULE, ...]}; each request takes the first rule that matches and fires:
     match:  path (exact), body (each key equal, null = absent), has (keys present), skip (let the first N matching
-            requests through), times (fire at most N times), probability (fire at random, seeded), warm (true: only
+            requests through), times (fire at most N times), per_request (fire at most N times on one request body:
+            a retry resends the same body, so N below the client's retries is a fault retries always absorb, whatever
+            order the seeded draws fall in), probability (fire at random, seeded), warm (true: only
             a chat request whose last message begins with the same PREFIX_CHARS characters as one the proxy passed
             since the last POST to a cache-flush path, /reset_prefix_cache or /flush_cache: a request that would
             hit the engine's prefix cache; an engine whose cached path is broken, measures/prefix_cache/)
@@ -81,8 +83,9 @@ class Rule:
         self.rng = rng
         self.seen = 0
         self.fired = 0
+        self.fired_on: dict[str, int] = {}  # body digest -> times fired on it (match key per_request)
 
-    def fires(self, path: str, body: dict | None, warm: bool = False) -> bool:
+    def fires(self, path: str, body: dict | None, warm: bool = False, digest: str = "") -> bool:
         m = self.match
         if "path" in m and m["path"] != path:
             return False
@@ -98,9 +101,12 @@ class Rule:
             return False
         if "times" in m and self.fired >= m["times"]:
             return False
+        if "per_request" in m and self.fired_on.get(digest, 0) >= m["per_request"]:
+            return False
         if "probability" in m and self.rng.random() >= m["probability"]:
             return False
         self.fired += 1
+        self.fired_on[digest] = self.fired_on.get(digest, 0) + 1
         return True
 
 
@@ -137,12 +143,13 @@ class FaultProxy:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
+        digest = hashlib.sha256(raw).hexdigest()
         if os.environ.get("EH_REQUEST_LOG"):
             with open(os.environ["EH_REQUEST_LOG"], "a") as handle:
-                handle.write(f"{request.method} {request.path} {hashlib.sha256(raw).hexdigest()}\n")
+                handle.write(f"{request.method} {request.path} {digest}\n")
         warm = self.cache_state(request.method, request.path, body)
-        rule = next((r for r in self.rules if r.fires(request.path, body if isinstance(body, dict) else None, warm)),
-                    None)
+        rule = next((r for r in self.rules
+                     if r.fires(request.path, body if isinstance(body, dict) else None, warm, digest)), None)
         action = rule.action if rule else None
         if action:
             self.log(f"{action} on {request.method} {request.path} (rule {self.rules.index(rule)}, "
