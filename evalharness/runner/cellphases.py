@@ -10,13 +10,12 @@ from typing import Any
 
 import httpx
 
-from evalharness.analysis.drift import task_evidence
-from evalharness.analysis.equivalence import DEFAULT_ALPHA, margin_for
+from evalharness.analysis.equivalence import DEFAULT_ALPHA
 from evalharness.analysis.goodput import targets_of
 from evalharness.analysis.operating import operating_point, verdict_between
 from evalharness.analysis.speed import FLOOR
-from evalharness.analysis.sequential import decide_look, quality_levels, screened
-from evalharness.matrix.quality import default_looks
+from evalharness.analysis.looks import plan_looks
+from evalharness.analysis.sequential import screened
 from evalharness.matrix.schema import Matrix, Scenario
 from evalharness.measures.tasks import worker_spec
 from evalharness.phases.probes import (DEFAULT_PROBES, ask_all, judge_outputs, load_probes, reasoning_budget, reasons,
@@ -217,54 +216,12 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
     state.phase = "quality"
     is_reference = state.cell.id == reference_id
     against = None if is_reference else reference
-    # the reference never looks (it runs every repeat for every cell); a cell looks where the matrix says, the looks
-    # ending at its planned repeats (validated: matrix/quality.py)
-    looks = {task: default_looks(quality.repeats_for(task, reference=True)) if is_reference
-             else quality.looks_for(task) for task in quality.tasks}
-    equivalence_only = {task: [] if is_reference else quality.equivalence_only_for(task) for task in quality.tasks}
-    state.screened = screening(matrix, state, against)
-    # a task that runs once has one look of repeats: screened, its first look is a batch of its documents instead
-    by_documents = {task for task, v in looks.items() if v == [1]} if state.screened else set()
-    if state.screened:  # decided from throughput, not from the quality data: a fixed design of its first look
-        # (of both tests: an equivalence-only look before it would leave the worse test no look)
-        looks = {task: [look for look in v if look not in equivalence_only[task]][:1] for task, v in looks.items()}
-        equivalence_only = {task: [] for task in quality.tasks}
-        if by_documents:
-            state.screened += (f"; a task it runs once answered {quality.screen_documents:.0%} of its documents "
-                               "(quality.screen_documents)")
-    planned = {task: looks[task][-1] if state.screened else quality.repeats_for(task, reference=is_reference)
-               for task in quality.tasks}
-    ref_scores = {t.task: t for t in (against.quality if against else [])}
-    alpha = float((matrix.gate.alpha if matrix.gate and matrix.gate.alpha else None) or DEFAULT_ALPHA)
-    gate = matrix.gate.model_dump() if matrix.gate else {}
-
-    def at_look(done: int, running: dict[str, TaskScore]) -> set[str]:
-        settled = set()
-        for task, score in running.items():
-            score.looks, score.equivalence_only = looks[task], equivalence_only[task]
-            if done not in looks[task] or done >= planned[task] or task not in ref_scores:
-                continue
-            _, evidence = task_evidence(task, ref_scores[task], score, state.run_dir)
-            if evidence is None:
-                continue
-            level = quality_levels(alpha, looks[task], family_size, equivalence_only[task])[looks[task].index(done)]
-            decision = decide_look(evidence, margin_for(task, gate), level, family_size)
-            if decision.stop is not None:
-                spent_here = level.worse if decision.stop == "worse" else level.equivalent
-                own = ", the equivalence test's own look" if done in equivalence_only[task] else ""
-                score.stopped = (f"{decision.stop} at look {looks[task].index(done) + 1} of {len(looks[task])} "
-                                 f"({done} of {planned[task]} repeats{own}, alpha spent {spent_here:.2g})")
-                settled.add(task)
-        worse = [t for t in settled if running[t].stopped.startswith("worse")]
-        if worse:  # the cell is worse whatever its other tasks say: each stops at its own next look
-            for task, score in running.items():
-                if task not in settled and done < planned[task]:
-                    planned[task] = next(look for look in looks[task] if look >= done)
-                    score.stopped = (f"stopped at {planned[task]} repeats: the cell is worse on "
-                                     f"{', '.join(sorted(worse))}")
-                    if planned[task] == done:
-                        settled.add(task)
-        return settled
+    plan = plan_looks(quality, is_reference, screening(matrix, state, against),
+                      reference_scores={t.task: t for t in (against.quality if against else [])},
+                      alpha=float((matrix.gate.alpha if matrix.gate and matrix.gate.alpha else None) or DEFAULT_ALPHA),
+                      gate=matrix.gate.model_dump() if matrix.gate else {}, family_size=family_size,
+                      run_dir=state.run_dir)
+    state.screened = plan.screened
 
     if matrix.length.task_names():
         ensure_length_files(matrix, state.run_dir)  # a Ray node's run folder may lack them
@@ -283,8 +240,8 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
         **common, concurrency=quality.concurrency, limit=quality.limit, done=state.quality,
         per_task=lambda task: {**quality.settings_for(task), **data_of(task),
-                               **({"fraction": quality.screen_documents} if task in by_documents else {})},
-        repeats=lambda task: planned[task], at_look=None if against is None else at_look,
+                               **({"fraction": quality.screen_documents} if task in plan.by_documents else {})},
+        repeats=lambda task: plan.planned[task], at_look=None if against is None else plan.settle,
     )
     batching = matrix.batching
     if batching.enabled and batching.tasks and alive():
@@ -296,10 +253,7 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
             state.run_dir, alive, **common, concurrency=1, limit=batching.task_documents, done=state.quality_alone,
             per_task=lambda task: {**quality.settings_for(task), **data_of(task), "limit": batching.task_documents},
             repeats=lambda task: 1)
-    for score in state.quality:
-        score.looks, score.equivalence_only = looks[score.task], equivalence_only[score.task]
-        if state.screened and not score.stopped:
-            score.stopped = "screened: " + state.screened.split(":")[0]
+    plan.close(state.quality)
     failed = [t.task for t in state.quality if t.error]
     if failed and state.status == "ok":
         if len(failed) == len(state.quality):

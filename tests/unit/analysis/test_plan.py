@@ -239,6 +239,7 @@ def test_an_equivalence_only_look_is_looked_at_for_equivalence_alone_and_recorde
     stop it (worse level 0), and its record names that look so the final analysis tests at its levels."""
     from types import SimpleNamespace
 
+    from evalharness.analysis import looks
     from evalharness.analysis.sequential import LookDecision
     from evalharness.matrix.schema import Matrix
     from evalharness.phases import quality
@@ -264,7 +265,7 @@ def test_an_equivalence_only_look_is_looked_at_for_equivalence_alone_and_recorde
         return LookDecision(None, level)
 
     monkeypatch.setattr(quality, "run_task", run)
-    monkeypatch.setattr(cellphases, "decide_look", never_stop)
+    monkeypatch.setattr(looks, "decide_look", never_stop)
     state = SimpleNamespace(cell=SimpleNamespace(id="c"), plan=SimpleNamespace(base_url="u", served_model_name="m"),
                             cell_dir=tmp_path / "cells" / "c", run_dir=tmp_path, quality=[], throughput=[],
                             screened=None, status="ok", phase="", enter=lambda *a: None)
@@ -277,7 +278,7 @@ def test_an_equivalence_only_look_is_looked_at_for_equivalence_alone_and_recorde
     def equivalent_at_its_own_look(evidence, margin, level, family_size):  # settled where only equivalence looks
         return LookDecision("equivalent" if level.worse == 0.0 else None, level)
 
-    monkeypatch.setattr(cellphases, "decide_look", equivalent_at_its_own_look)
+    monkeypatch.setattr(looks, "decide_look", equivalent_at_its_own_look)
     state.quality, state.cell_dir = [], tmp_path / "cells" / "d"
     cellphases.quality_phase(matrix, state, None, lambda: True, "ref", reference, family_size=4)
     [score] = state.quality
