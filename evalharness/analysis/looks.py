@@ -13,7 +13,7 @@ from typing import Any
 from evalharness.analysis.drift import task_evidence
 from evalharness.analysis.equivalence import margin_for
 from evalharness.analysis.sequential import decide_look, quality_levels
-from evalharness.matrix.quality import default_looks
+from evalharness.matrix.quality import QualitySection, default_looks
 from evalharness.records.measures import TaskScore
 
 
@@ -68,8 +68,9 @@ class LookPlan:
                 score.stopped = "screened: " + self.screened.split(":")[0]
 
 
-def plan_looks(quality, is_reference: bool, screened: str | None, *, reference_scores: dict[str, TaskScore],
-               alpha: float, gate: dict[str, Any], family_size: int, run_dir: Path) -> LookPlan:
+def plan_looks(quality: QualitySection, is_reference: bool, screened: str | None, *,
+               reference_scores: dict[str, TaskScore], alpha: float, gate: dict[str, Any], family_size: int,
+               run_dir: Path) -> LookPlan:
     """The looks of a cell's quality phase (`quality`: the matrix's section). The reference never looks (it runs
     every repeat for every cell); a cell looks where the matrix says, the looks ending at its planned repeats
     (validated: matrix/quality.py). A screened cell (decided from throughput, not from the quality data) runs a fixed
