@@ -7,12 +7,13 @@ from evalharness.matrix.load import load_matrix as _load_matrix
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.serving.engines._common import Engine, LaunchPlan, render_args
 from evalharness.serving.engines.external import ExternalEngine
+from evalharness.serving.engines.llamacpp import LlamaCppEngine
 from evalharness.serving.engines.sglang import SglangEngine
 from evalharness.serving.engines.transformers_serve import TransformersEngine
 from evalharness.serving.engines.vllm import VllmEngine
 
 ENGINES: dict[str, Engine] = {"sglang": SglangEngine(), "vllm": VllmEngine(), "transformers": TransformersEngine(),
-                               "external": ExternalEngine()}
+                               "llamacpp": LlamaCppEngine(), "external": ExternalEngine()}
 
 
 

@@ -116,8 +116,8 @@ def test_a_matrix_without_any_engine_or_an_external_one_with_engine_values_is_re
     with pytest.raises(ValueError, match="'external' is not an engine the harness launches"):
         Matrix.model_validate({"name": "m", "engine": "vllm", "model": "/m",
                                "axes": {"engine": {"s": {"engine": "external"}}}}, context=engines)
-    with pytest.raises(ValueError, match="'llamacpp' is not an engine; expected 'sglang', 'vllm'"):
-        Matrix.model_validate({"name": "m", "engine": "llamacpp", "model": "/m"}, context=engines)
+    with pytest.raises(ValueError, match="'tgi' is not an engine; expected 'sglang', 'vllm'"):
+        Matrix.model_validate({"name": "m", "engine": "tgi", "model": "/m"}, context=engines)
     # every cell naming its engine: no top-level engine needed
     matrix = Matrix.model_validate({"name": "m", "model": "/m", "axes": {"engine": {
         "s": {"engine": "sglang"}, "v": {"engine": "vllm"}}}}, context=engines)

@@ -102,7 +102,7 @@ BAD = [
     ("misspelt timeout", BASE + "timeouts: {startup: 5}\n", ["timeouts.startup", "did you mean 'startup_s'"]),
     ("wrong type", BASE + "timeouts: {startup_s: soon}\n", ["m.yaml:12:", "timeouts.startup_s", "number", '"soon"']),
     ("negative timeout", BASE + "timeouts: {startup_s: -1}\n", ["timeouts.startup_s", "greater than 0"]),
-    ("unknown engine", BASE.replace("engine: vllm", "engine: vlm"), ["m.yaml:2:", "engine", "'sglang', 'vllm', 'transformers' or 'external'"]),
+    ("unknown engine", BASE.replace("engine: vllm", "engine: vlm"), ["m.yaml:2:", "engine", "'sglang', 'vllm', 'transformers', 'llamacpp' or 'external'"]),
     ("missing model", BASE.replace("model: some/model\n", ""), ["model", "required key is missing"]),
     ("reference not a cell", BASE + "reference: {dtype: float16}\n",
      ["reference.dtype", "unknown value 'float16'", "did you mean"]),
