@@ -39,6 +39,8 @@ axes:
 timeouts: {{startup_s: 30, teardown_grace_s: 10}}
 probes: {{enabled: false}}  # the stand-in's one sentence is no answer to a probe
 throughput: {{scenarios: [{{name: c2, concurrency: 2, input_len: 16, output_len: 32, requests: 6,
+                           warmup_requests: 1}},
+                          {{name: chat, api: chat, concurrency: 2, input_len: 16, output_len: 32, requests: 6,
                            warmup_requests: 1}}]}}
 """)
     out = tmp_path / "out"
@@ -54,7 +56,10 @@ throughput: {{scenarios: [{{name: c2, concurrency: 2, input_len: 16, output_len:
         assert cell["resolved"]["version"] == "b7000-standin"
         assert cell["resolved"]["props.default_generation_settings.n_ctx"] == 2048
         assert cell["teardown"]["leftover"] == []
-        assert cell["throughput"][0]["completed"] == 6 and cell["throughput"][0]["output_tok_s"] > 0
+        # completions end on an object with usage always, chat on a usage chunk of its own (stream_options)
+        for scenario in cell["throughput"]:
+            assert scenario["completed"] == 6 and scenario["output_tok_s"] > 0, scenario
+            assert scenario["output_tokens"] == 6 * 32, scenario
         # no log-probabilities by prompt token id: said, not failed
         assert cell["distribution"]["path"] is None and "llama.cpp" in cell["distribution"]["error"]
     assert (one["resolved"]["props.total_slots"], two["resolved"]["props.total_slots"]) == (1, 2)
