@@ -123,7 +123,8 @@ def test_the_section_is_off_unless_enabled_checked_and_turns_on_vllms_dev_endpoi
     assert matrix.prefix_cache.count == 8
     assert ENGINES["vllm"].launch_plan(matrix, cells[0], 8000, str(tmp_path)).env["VLLM_SERVER_DEV_MODE"] == "1"
     assert {name: engine.cache_flush_path for name, engine in ENGINES.items()} == {
-        "vllm": "/reset_prefix_cache", "sglang": "/flush_cache", "transformers": None, "external": None}
+        "vllm": "/reset_prefix_cache", "sglang": "/flush_cache", "transformers": None, "llamacpp": None,
+        "external": None}  # llama.cpp erases per slot only (serving/engines/llamacpp.py)
     (tmp_path / "bad.yaml").write_text(body + "prefix_cache: {enabled: true, cout: 8}\n")
     from evalharness.matrix.errors import SpecError
     with pytest.raises(SpecError, match="prefix_cache"):

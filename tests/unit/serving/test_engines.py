@@ -66,6 +66,21 @@ def test_transformers_serve_plan_pins_the_model_it_is_given_and_is_asked_by_that
     assert ENGINES["transformers"].log_markers("[transformers] Loading model\nINFO: ok\n[transformers] ready") == 2
 
 
+def test_llama_server_plan_takes_the_gguf_file_and_its_alias_and_notes_tools_without_jinja():
+    """llama-server's model is `-m FILE`, its API name `--alias` (tools/server/README.md); a build without --jinja on
+    by default refuses tool requests ("tools param requires --jinja flag", server-common.cpp), said by validate."""
+    matrix = Matrix(name="t", engine="llamacpp", model="/m.gguf", served_model_name="small")
+    engine = ENGINES["llamacpp"]
+    plan = engine.launch_plan(matrix, _cell({"-np": 4, "-fa": True}, engine="llamacpp"), 8080, "/out")
+    assert plan.argv == ["llama-server", "-m", "/m.gguf", "--host", "127.0.0.1", "--port", "8080", "--alias", "small",
+                         "-np", "4", "-fa"]
+    assert plan.served_model_name == "small" and plan.root_url + plan.health_path == "http://127.0.0.1:8080/health"
+    assert engine.calls_flag_notes({}, {"tools"}) and "--jinja" in engine.calls_flag_notes({}, {"tools"})[0]
+    assert engine.calls_flag_notes({"--jinja": True}, {"tools"}) == [] and engine.calls_flag_notes({}, {"json"}) == []
+    log = "llama_model_loader: loaded meta data\nsrv  llama_server: model loaded\nINFO: other\n"
+    assert engine.log_markers(log) == 2 and ENGINES["vllm"].log_markers(log) == 0
+
+
 def test_teardown_styles_are_engine_data():
     assert ENGINES["sglang"].terminate == "launcher" and ENGINES["vllm"].terminate == "group"
 
