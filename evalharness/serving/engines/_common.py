@@ -98,6 +98,34 @@ class Engine(Protocol):
         ...
 
 
+class EngineDefaults:
+    """The answers of an engine that knows nothing beyond launching and serving: no server facts beyond its resolved
+    settings, no counters around a scenario, no throughput lines in its log, no install check, no flag notes, and
+    no log markers of its own. An engine module subclasses it (one level) and overrides what its engine does know;
+    SGLang and vLLM answer every question themselves."""
+
+    def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
+        return {}
+
+    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
+        return {}
+
+    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
+        return {}
+
+    def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
+        return []
+
+    def check_cells(self, matrix: Matrix, cells: list[Cell], engine_python: str | None) -> None:
+        return None
+
+    def log_markers(self, text: str) -> int:
+        return 0
+
+
 def flag_given(args: dict[str, Any], flag: str) -> bool:
     """Whether a cell's launch args set `flag` (a false or missing value is not given)."""
     return args.get(flag) not in (None, False)

@@ -7,12 +7,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from evalharness.serving.engines._common import LaunchPlan, get_json
+from evalharness.serving.engines._common import EngineDefaults, LaunchPlan, get_json
 from evalharness.serving.logscan import LogRules
 from evalharness.matrix.schema import Cell, Matrix
 
 
-class ExternalEngine:
+class ExternalEngine(EngineDefaults):
     """The harness neither starts nor stops this server; it polls `<base_url>/models` for readiness."""
 
     name = "external"
@@ -50,24 +50,3 @@ class ExternalEngine:
         if isinstance(models, dict) and models.get("data"):
             resolved["served.models"] = ",".join(str(m.get("id")) for m in models["data"])
         return resolved
-
-    def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
-        return {}
-
-    def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
-        return {}
-
-    def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
-        return []  # no launch flags: the endpoint was started by someone else
-
-    def check_cells(self, matrix: Matrix, cells: list[Cell], engine_python: str | None) -> None:
-        return None
-
-    def log_markers(self, text: str) -> int:
-        return 0  # it writes no log the harness reads
-
-    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
-        return {}
-
-    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, Any]) -> dict[str, Any]:
-        return {}

@@ -34,7 +34,7 @@ import httpx
 
 from evalharness.matrix.schema import Cell, Matrix
 from evalharness.records.engine_profile import SettingSource
-from evalharness.serving.engines._common import LaunchPlan, flag_given, flatten, get_json, render_args
+from evalharness.serving.engines._common import EngineDefaults, LaunchPlan, flag_given, flatten, get_json, render_args
 from evalharness.serving.logscan import COMMON_CRASHES, CrashRule, LogRules
 
 DEFAULT_COMMAND = ["llama-server"]
@@ -54,7 +54,7 @@ SETTINGS = {
 }  # /props does not say its KV cache dtype (-ctk) or batch sizes: the cell's own flags show them
 
 
-class LlamaCppEngine:
+class LlamaCppEngine(EngineDefaults):
     """`llama-server -m MODEL --host H --port P --alias NAME` plus the cell's flags (`-c`, `-np`, `-fa`, `-ctk`)."""
 
     name = "llamacpp"
@@ -90,12 +90,6 @@ class LlamaCppEngine:
                 out["version"] = props["build_info"]
         return out
 
-    def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
-        return {}  # what it runs is in /props (resolved_config)
-
-    def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
-        return {}
-
     def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
         # server-common.cpp: without Jinja templates a request with tools is refused, "tools param requires --jinja
         # flag"; recent builds turn them on by default, older ones do not
@@ -104,15 +98,6 @@ class LlamaCppEngine:
                     "requires --jinja flag\"); pass --jinja to be sure"]
         return []
 
-    def check_cells(self, matrix: Matrix, cells: list[Cell], engine_python: str | None) -> None:
-        return None
-
     def log_markers(self, text: str) -> int:
         return len(MARKERS.findall(text))
-
-    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
-        return {}
-
-    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, Any]) -> dict[str, Any]:
-        return {}
 

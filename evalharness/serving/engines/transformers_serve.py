@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from evalharness.serving.engines._common import LaunchPlan, get_json, render_args
+from evalharness.serving.engines._common import EngineDefaults, LaunchPlan, get_json, render_args
 from evalharness.serving.logscan import LogRules
 from evalharness.matrix.schema import Cell, Matrix
 
@@ -27,7 +27,7 @@ DEFAULT_COMMAND = ["transformers", "serve"]
 MARKERS = re.compile(r"^\[transformers\]", re.M)
 
 
-class TransformersEngine:
+class TransformersEngine(EngineDefaults):
     """`transformers serve MODEL --host H --port P` plus the cell's flags (`--dtype`, `--continuous-batching`, ...)."""
 
     name = "transformers"
@@ -57,23 +57,5 @@ class TransformersEngine:
         return {"served.model": plan.served_model_name, "health": health.get("status")} \
             if isinstance(health, dict) else {"served.model": plan.served_model_name}
 
-    def server_facts(self, client: httpx.Client, plan: LaunchPlan, matrix: Matrix) -> dict[str, Any]:
-        return {}
-
-    def scenario_log_summary(self, log_text: str) -> dict[str, Any]:
-        return {}
-
-    def calls_flag_notes(self, args: dict[str, Any], kinds: set[str]) -> list[str]:
-        return []
-
-    def check_cells(self, matrix: Matrix, cells: list[Cell], engine_python: str | None) -> None:
-        return None
-
     def log_markers(self, text: str) -> int:
         return len(MARKERS.findall(text))
-
-    def before_load(self, client: httpx.Client, plan: LaunchPlan) -> dict[str, Any]:
-        return {}
-
-    def after_load(self, client: httpx.Client, plan: LaunchPlan, before: dict[str, Any]) -> dict[str, Any]:
-        return {}
