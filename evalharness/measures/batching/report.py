@@ -66,7 +66,3 @@ def _load_table(run: RunResult) -> dict | None:
 
 def _num(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
-
-
-def _num(value: float | None) -> str:
-    return "" if value is None else f"{value:.3f}"
