@@ -19,13 +19,12 @@ from scipy.stats import norm
 from evalharness.analysis.equivalence import DEFAULT_ALPHA, cell_outcome, decide, decide_family, judged, margin_for
 from evalharness.analysis.evidence import (  # noqa: F401  (task_evidence re-exported)
     CONFIDENCE, apply_decision, evidence_of, task_evidence)
-from evalharness.analysis.loaddrift import load_drift
 from evalharness.analysis.noeffect import no_effect_pairs
 from evalharness.analysis.sequential import Levels, final_levels
 from evalharness.analysis.confirmation import refresh_confirmation
 from evalharness.analysis.decision import decide as decide_shipping
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
-from evalharness.measures.comparisons import changes as measure_changes
+from evalharness.measures.comparisons import changes as measure_changes, run_changes
 from evalharness.analysis.numerics import compare_distributions
 from evalharness.analysis.outputlength import DOCUMENT_FIELDS, length_ratio, scenario_lengths, tolerance_of
 from evalharness.analysis.secondary import CALLS_FIELDS, ENDING_FIELDS, per_document, secondary_changes
@@ -240,10 +239,8 @@ def refresh_drift(run: RunResult, out_dir: Path, only: str | None = None) -> Non
     decide_run(family, gate, weights, alphas)
     for cid, (drift, _) in family.items():
         run.cells[cid].drift = drift
-    try:
-        run.load_drift = load_drift(run, out_dir, gate)
-    except (OSError, ValueError, ResultsError) as exc:
-        run.notes.append(f"quality alone against the operating concurrency could not be compared: {exc}")
+    run.measures, notes = run_changes(run, out_dir, gate)  # the measures that compare the run's cells as one family
+    run.notes += notes
     try:
         run.noise = reference_noise(reference, out_dir, gate)
     except (OSError, ValueError, ResultsError) as exc:

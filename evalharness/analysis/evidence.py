@@ -1,6 +1,6 @@
 """One task's paired evidence between two sides' records, and a decision written onto its TaskDrift: what the drift
-against the reference (analysis/drift.py), the sequential looks (runner/cellphases.py) and the quality answered
-alone against the operating concurrency (analysis/loaddrift.py) share. Reads records only.
+against the reference (analysis/drift.py), the sequential looks (analysis/looks.py) and the quality answered
+alone against the operating concurrency (measures/batching/compare.py) share. Reads records only.
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 
 A measure is a folder, `measures/<key>/`, that owns one kind of evidence about a served cell end to end:
 - `spec.py`: its matrix section (`<key>:` in a matrix, off unless enabled), the record one cell's run writes, and the
-  change a cell shows against the reference: pydantic only, so the matrix and the records may read them;
+  change a cell shows against the reference (and where the measure compares the run's cells as one family, that
+  comparison's model: `across`): pydantic only, on the package's records at most, so the matrix may read them;
 - `phase.py`: how it runs against a served cell (the phases' HTTP client and retries), returning its record and the
   requests' tally;
 - `compare.py`: the cell's record against the reference's, by the package's shared decision rules (called, never
-  copied), returning the change the decision reads;
+  copied), returning the change the decision reads (and `compare_run`, the run's cells as one family, for `across`);
 - `report.py`: the rows it adds to report.md and report.html;
 - `price.py`: what its phase costs a launch, for `evalharness plan` (pure: its section and the plan's figures in);
 - and where its folder also answers quality tasks of its own kind (catalog.py TASK_KINDS: the calls tasks), `task.py`

@@ -1,7 +1,8 @@
 """The measures, by key, in the order the runner runs them: the one line a new measure adds outside its folder
 (issue 59). Each key names a folder, evalharness/measures/<key>/ (or FOLDERS' where the folder owns more than its
 key's check), whose modules expose the registries' entries: spec.SPEC, phase.run_phase, compare.compare,
-report.tables, price.price, and for a measure in TASK_KINDS task.claim (tests/unit/test_layout.py checks each).
+report.tables, price.price, compare.compare_run where its spec has `across`, and for a measure in TASK_KINDS
+task.claim (tests/unit/test_layout.py checks each).
 Imports nothing."""
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ class MeasureSpec:
     section: Any  # the matrix section (a pydantic model); every section has `enabled`, off by default
     record: Any  # what one cell's run writes (a pydantic model)
     change: Any  # the cell against the reference (a pydantic model with `flagged` and `summary()`)
+    # the run's cells compared as one family (a pydantic model; None: the measure compares each cell with the
+    # reference only): compare.py's `compare_run` writes it, kept in RunResult.measures by the key
+    across: Any = None
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
 """What a measure's phase is given of a served cell (measures/*/phase.py): its URLs, its served name, the request
-settings every phase shares, its folder, and what its engine answers about itself. Plain data; imports nothing."""
+settings every phase shares, its folder, what its engine answers about itself, and the quality phase's way of
+answering lm-eval tasks. Plain data; imports nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -19,3 +22,7 @@ class Served:
     engine_label: str  # how a person names its engine: "vLLM", "SGLang", "the endpoint"
     cache_flush_path: str | None = None  # the engine's endpoint that empties its prefix cache (POST), if it has one
     include_path: str | None = None  # the matrix's own task files (quality.include_path), where calls tasks live too
+    # the matrix's quality tasks answered with the quality section's settings, for a measure that asks some again its
+    # own way: (tasks, a sub-folder of the cell's, requests in flight, documents of each) -> their TaskScores, in
+    # order (None: the matrix has no quality section)
+    answer_tasks: Callable[[list[str], str, int, int], list[Any]] | None = None

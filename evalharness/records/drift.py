@@ -137,12 +137,15 @@ class OutputLength(BaseModel):
 # keys a cell's record (or its drift) once held at its top level, before their measure moved into a folder of
 # evalharness/measures/ (issue 59): a run saved before reads them into `measures`, so it resumes and re-renders alike
 MOVED_TO_MEASURES = ("batching",)
+# and keys that became a field of a measure's record: old key -> (the measure's key, the field)
+MOVED_INTO_RECORDS = {"quality_alone": ("batching", "alone")}
 
 
 def lift_moved_measures(data: Any) -> Any:
-    """A saved record's top-level keys of MOVED_TO_MEASURES moved into its `measures` (a record without them, or
-    that is not a mapping, as it is)."""
-    if not isinstance(data, dict) or not any(key in data for key in MOVED_TO_MEASURES):
+    """A saved record's top-level keys of MOVED_TO_MEASURES moved into its `measures`, and those of
+    MOVED_INTO_RECORDS into their measure's record (kept only where that record is there: the two were written
+    together); a record without them, or that is not a mapping, as it is."""
+    if not isinstance(data, dict) or not any(key in data for key in (*MOVED_TO_MEASURES, *MOVED_INTO_RECORDS)):
         return data
     data = dict(data)
     measures = dict(data.get("measures") or {})
@@ -150,6 +153,10 @@ def lift_moved_measures(data: Any) -> Any:
         value = data.pop(key, None)
         if value is not None:
             measures.setdefault(key, value)
+    for old, (key, field) in MOVED_INTO_RECORDS.items():
+        value = data.pop(old, None)
+        if value and isinstance(measures.get(key), dict):
+            measures[key] = {**measures[key], field: value}
     data["measures"] = measures
     return data
 
@@ -190,14 +197,3 @@ class TaskNoise(BaseModel):
     seeds_a: list[int] = []
     seeds_b: list[int] = []
     aa: TaskDrift | None = None  # half b against half a
-
-
-class LoadDrift(BaseModel):
-    """One cell's answers to one task at the quality phase's concurrency against the same documents answered one
-    request at a time (batching.tasks, issue 39), paired per document by the drift's test: `drift.reference` is the
-    accuracy alone, `drift.cell` among `concurrency` requests in flight, its outcome against the task's margin, Holm
-    over every such comparison of the run (analysis/loaddrift.py)."""
-
-    cell: str
-    concurrency: int | None = None
-    drift: TaskDrift

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from evalharness.records.decision import Decision
-from evalharness.records.drift import CellDrift, LoadDrift, TaskNoise, lift_moved_measures
+from evalharness.records.drift import CellDrift, TaskNoise, lift_moved_measures
 from evalharness.records.measures import (CrashReason, LogWarning, ProbeSummary, RequestTally,
                                           ScenarioResult, TaskScore)
 
@@ -80,8 +80,6 @@ class CellResult(BaseModel):
                                    "memory_gb, token_capacity, max_running_requests, startup_s, versions")
     probes: ProbeSummary | None = None
     quality: list[TaskScore] = []
-    quality_alone: list[TaskScore] = Field(default_factory=list, description="batching.tasks answered again one "
-                                           "request at a time (issue 39); paired with `quality` by the analysis")
     throughput: list[ScenarioResult] = []
     distribution: dict[str, Any] | None = Field(None, description="the numerics check's summary "
                                                 "(phases/distribution.py)")
@@ -201,7 +199,9 @@ class RunResult(BaseModel):
     notes: list[str] = []
     no_effect: list[NoEffect] = []  # recomputed with the drift (`report` refreshes it)
     noise: list[TaskNoise] = []  # the reference's A/A per task, from its repeats (recomputed with the drift)
-    load_drift: list[LoadDrift] = []  # each cell's quality at its concurrency against alone (recomputed with the drift)
+    measures: dict[str, dict[str, Any]] = Field(default_factory=dict, description="each measure's comparison of the "
+                                                "run's cells as one family, by its key (batching: quality among "
+                                                "concurrent requests against alone); recomputed with the drift")
     confirmation: ConfirmationRecord | None = None  # the second stage, where the matrix has one (records/confirm.py)
     decision: Decision | None = None  # what the run ships and why (analysis/decision.py, recomputed with the drift)
 

@@ -20,7 +20,7 @@ from evalharness.phases.retries import ServerDied
 from evalharness.phases.served import Served
 from evalharness.records.run import CellResult
 from evalharness.runner.cellfolders import mark
-from evalharness.runner.cellphases import judge_requests, probe_phase, quality_phase, throughput_phase
+from evalharness.runner.cellphases import judge_requests, probe_phase, quality_phase, task_answerer, throughput_phase
 from evalharness.runner.cellstate import CellRun, CellStopped, read_log
 from evalharness.runner.lengthfiles import numerics_documents
 from evalharness.runner.progress import Progress
@@ -121,7 +121,8 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
             continue
         state.enter(spec.key, progress)
         state.phase = spec.key
-        record, tally = run_phase(served(plan, matrix, engine, state.cell_dir), section)
+        answer_tasks = task_answerer(matrix, state, alive) if matrix.quality is not None else None
+        record, tally = run_phase(served(plan, matrix, engine, state.cell_dir, answer_tasks), section)
         state.measures[spec.key] = record.model_dump(mode="json")
         if not alive():
             raise ServerDied(f"the server exited during the {spec.title} check")
@@ -137,13 +138,14 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     return server
 
 
-def served(plan, matrix: Matrix, engine: Engine, cell_dir: Path) -> Served:
+def served(plan, matrix: Matrix, engine: Engine, cell_dir: Path, answer_tasks=None) -> Served:
     """What a measure's phase is given of the served cell (phases/served.py)."""
     return Served(base_url=plan.base_url, root_url=plan.root_url, model=plan.served_model_name,
                   timeout_s=matrix.timeouts.request_s, retries=matrix.requests.retries,
                   hung_after=matrix.requests.hung_after, cell_dir=cell_dir, engine_label=engine.label,
                   cache_flush_path=engine.cache_flush_path,
-                  include_path=matrix.quality.include_path if matrix.quality is not None else None)
+                  include_path=matrix.quality.include_path if matrix.quality is not None else None,
+                  answer_tasks=answer_tasks)
 
 
 PORT_RELAUNCHES = 2  # launches a cell may lose to another process taking its port, each relaunched on a new one

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -205,6 +206,43 @@ def screening(matrix: Matrix, state: CellRun, reference: CellResult | None) -> s
             "shipping, so quality ran its first look only (quality.full_quality: true runs it all)")
 
 
+def quality_settings(matrix: Matrix, state: CellRun) -> tuple[dict[str, Any], Callable[[str], dict[str, Any]]]:
+    """What every lm-eval run of this cell shares (run_quality's settings from the quality section), and a task's
+    own: its generation settings, its local data, and for a task of a measure's own kind (calls) the worker that
+    answers it."""
+    quality = matrix.quality
+    assert quality is not None
+    if matrix.length.task_names():
+        ensure_length_files(matrix, state.run_dir)  # a Ray node's run folder may lack them
+    include_path = quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None)
+    common = dict(include_path=include_path, extra_include_paths=extra_include_paths(matrix, state.run_dir),
+                  include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer,
+                  request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
+                  retries=quality.retries, seed=quality.seed)
+
+    def per_task(task: str) -> dict[str, Any]:
+        return {**quality.settings_for(task), "data": quality.data[task].model_dump() if task in quality.data else None,
+                **worker_spec(task, include_path)}
+
+    return common, per_task
+
+
+def task_answerer(matrix: Matrix, state: CellRun, alive) -> Callable[[list[str], str, int, int], list[TaskScore]]:
+    """Served.answer_tasks for a measure's phase: tasks answered with the quality section's settings under a
+    sub-folder of the cell's, `documents` of each (a seeded subset, the same in every cell), one repeat at the
+    quality seed."""
+    common, per_task = quality_settings(matrix, state)
+
+    def answer(tasks: list[str], folder: str, concurrency: int, documents: int) -> list[TaskScore]:
+        done: list[TaskScore] = []
+        run_quality(tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir / folder, state.run_dir,
+                    alive, **common, concurrency=concurrency, limit=documents, done=done,
+                    per_task=lambda task: {**per_task(task), "limit": documents}, repeats=lambda task: 1)
+        return done
+
+    return answer
+
+
 def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, reference_id: str | None = None,
                   reference: CellResult | None = None, family_size: int = 1) -> None:
     """The quality tasks, repeat by repeat. A cell other than the reference looks after the repeats
@@ -223,36 +261,14 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
                       run_dir=state.run_dir)
     state.screened = plan.screened
 
-    if matrix.length.task_names():
-        ensure_length_files(matrix, state.run_dir)  # a Ray node's run folder may lack them
-    common = dict(include_path=quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None),
-                  extra_include_paths=extra_include_paths(matrix, state.run_dir),
-                  include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer,
-                  request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
-                  retries=quality.retries, seed=quality.seed)
-
-    def data_of(task: str) -> dict:
-        """The task's local data, and for a task of a measure's own kind (calls) the worker that answers it."""
-        return {"data": quality.data[task].model_dump() if task in quality.data else None,
-                **worker_spec(task, common["include_path"])}
-
+    common, per_task = quality_settings(matrix, state)
     run_quality(
         quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
         **common, concurrency=quality.concurrency, limit=quality.limit, done=state.quality,
-        per_task=lambda task: {**quality.settings_for(task), **data_of(task),
+        per_task=lambda task: {**per_task(task),
                                **({"fraction": quality.screen_documents} if task in plan.by_documents else {})},
         repeats=lambda task: plan.planned[task], at_look=None if against is None else plan.settle,
     )
-    batching = matrix.batching
-    if batching.enabled and batching.tasks and alive():
-        # the same documents one request at a time, repeat 0's seed (issue 39): paired with the answers above by
-        # analysis/loaddrift.py; a seeded subset of each task, the same in every cell
-        state.enter("quality-alone", progress)
-        run_quality(
-            batching.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir / "alone",
-            state.run_dir, alive, **common, concurrency=1, limit=batching.task_documents, done=state.quality_alone,
-            per_task=lambda task: {**quality.settings_for(task), **data_of(task), "limit": batching.task_documents},
-            repeats=lambda task: 1)
     plan.close(state.quality)
     failed = [t.task for t in state.quality if t.error]
     if failed and state.status == "ok":

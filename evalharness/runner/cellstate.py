@@ -52,7 +52,6 @@ class CellRun:
         self.server: ServerProcess | None = None
         self.probes: ProbeSummary | None = None
         self.quality: list[TaskScore] = []
-        self.quality_alone: list[TaskScore] = []
         self.screened: str | None = None
         self.throughput: list[ScenarioResult] = []
         self.distribution: dict[str, Any] | None = None
@@ -89,7 +88,6 @@ class CellRun:
             server=self.server_facts,
             probes=self.probes,
             quality=self.quality,
-            quality_alone=self.quality_alone,
             screened=self.screened,
             throughput=self.throughput,
             distribution=self.distribution,

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from evalharness.measures.batching.spec import BatchChange, BatchDependence
+from evalharness.measures.batching.spec import BatchChange, BatchDependence, LoadDrifts
 from evalharness.measures.specs import read
 from evalharness.records.io import load_run
 from tests.integration.conftest import SERVED_NAME, run_harness
@@ -52,9 +52,10 @@ def test_the_phase_runs_in_each_cell_and_the_engine_against_itself_is_not_flagge
     assert "## Batch dependence" in report and f"| `cell-ref` (reference) | {records['cell-ref'].differing()}/{COUNT}" in report
     # quality among 8 requests in flight against the same documents alone, in both cells: the float32 engine answers
     # them alike (what a cell that loses answers looks like is tests/unit/measures/test_batching.py's)
-    assert {e.cell for e in run.load_drift} == {"cell-ref", "cell-again"}
-    for entry in run.load_drift:
-        alone = next(t for t in run.cells[entry.cell].quality_alone if t.task == "eh_capitals")
+    load_drift = read(run.measures, "batching", LoadDrifts).load_drift
+    assert {e.cell for e in load_drift} == {"cell-ref", "cell-again"}
+    for entry in load_drift:
+        alone = next(t for t in records[entry.cell].alone if t.task == "eh_capitals")
         assert alone.error is None and alone.n == 20, alone
         print(f"{entry.cell}: alone {entry.drift.reference}, at 8 {entry.drift.cell}, {entry.drift.outcome}")
         assert entry.drift.paired == 20 and entry.drift.outcome != "worse", entry.drift

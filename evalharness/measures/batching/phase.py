@@ -10,6 +10,10 @@ same answers (0/16) on both.
 
 The batched pass keeps `concurrency` requests in flight: half of the other requests start first, then the prompts,
 then the rest, each other request asking twice the prompts' tokens so the batch stays full while they are answered.
+
+Then `tasks`: the same documents the quality phase answers at quality.concurrency, `task_documents` of each (a
+seeded subset, the same in every cell, repeat 0's seed) answered one request at a time through the quality phase's
+own lm-eval runner (Served.answer_tasks), under cells/<id>/alone/; compare.py pairs them per document.
 """
 
 from __future__ import annotations
@@ -68,5 +72,8 @@ def run_phase(served: Served, section: BatchingSection) -> tuple[BatchDependence
         error = errors.get((pid, "alone")) or errors.get((pid, "batched"))
         answers.append(BatchAnswer(id=pid, alone=a, batched=b, error=error,
                                    first_difference=None if error else first_difference(a or "", b or "")))
-    return BatchDependence(concurrency=concurrency, max_tokens=max_tokens, answers=answers,
-                           seconds=round(time.monotonic() - begin, 2)), tally
+    seconds = round(time.monotonic() - begin, 2)  # the prompts' passes: the tasks alone keep their own time
+    alone = (served.answer_tasks(section.tasks, "alone", 1, section.task_documents)
+             if section.tasks and served.answer_tasks is not None else [])
+    return BatchDependence(concurrency=concurrency, max_tokens=max_tokens, answers=answers, seconds=seconds,
+                           alone=alone), tally

@@ -1,12 +1,12 @@
 """Batch dependence's tables (issue 39), for report.md and report.html alike: per cell, how many greedy answers
 changed between alone and inside a full batch, beside the reference's own count, and whether the cell is flagged
 (compare.py); then each cell's quality among its concurrent requests against the same documents answered one at a
-time (analysis/loaddrift.py, RunResult.load_drift). Plain text cells; the registry (measures/reports.py) escapes and
-lays them out. Reads records only."""
+time (compare.py `compare_run`, kept in RunResult.measures). Plain text cells; the registry (measures/reports.py)
+escapes and lays them out. Reads records only."""
 
 from __future__ import annotations
 
-from evalharness.measures.batching.spec import KEY, BatchChange, BatchDependence
+from evalharness.measures.batching.spec import KEY, BatchChange, BatchDependence, LoadDrifts
 from evalharness.measures.specs import read
 from evalharness.records.run import RunResult
 from evalharness.render.drift import interval_text
@@ -45,11 +45,12 @@ def tables(run: RunResult) -> list[dict] | None:
 
 
 def _load_table(run: RunResult) -> dict | None:
-    if not run.load_drift:
+    across = read(run.measures, KEY, LoadDrifts)
+    if across is None or not across.load_drift:
         return None
-    concurrency = run.load_drift[0].concurrency or "?"
+    concurrency = across.load_drift[0].concurrency or "?"
     rows = []
-    for entry in run.load_drift:
+    for entry in across.load_drift:
         d = entry.drift
         flips = f"{d.right_to_wrong}/{d.wrong_to_right}" if d.method == "score" else ""
         rows.append([entry.cell, d.task, str(d.paired), flips, _num(d.reference), _num(d.cell),

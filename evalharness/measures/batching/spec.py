@@ -10,6 +10,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalharness.measures.catalog import MeasureSpec
+from evalharness.records.drift import TaskDrift
+from evalharness.records.measures import TaskScore
 
 KEY = "batching"
 TITLE = "batch dependence"
@@ -34,7 +36,7 @@ class BatchingSection(BaseModel):
                              "operating concurrency")
     tasks: list[str] = Field(default_factory=list, description="quality tasks answered again one request at a time, "
                              "on `task_documents` of their documents, and paired per document against the cell's own "
-                             "answers at quality.concurrency (the drift's test and margin: analysis/loaddrift.py)")
+                             "answers at quality.concurrency (the drift's test and margin: compare.py `compare_run`)")
     task_documents: int = Field(60, gt=0, description="documents of each of `tasks` answered one at a time (a "
                                 "seeded subset, the same in every cell): 60 greedy documents that agree certify a "
                                 "margin of 0.1 (40: inconclusive)")
@@ -56,12 +58,14 @@ class BatchAnswer(BaseModel):
 
 class BatchDependence(BaseModel):
     """What batching did to a cell's greedy answers: each prompt alone (one request at a time) and again among
-    `concurrency` requests in flight."""
+    `concurrency` requests in flight; and `tasks` answered again one request at a time (`alone`: their samples under
+    cells/<id>/alone/), which compare.py pairs with the cell's own answers at quality.concurrency."""
 
     concurrency: int
     max_tokens: int
     answers: list[BatchAnswer] = []
     seconds: float = 0.0
+    alone: list[TaskScore] = []
 
     def answered(self) -> list[BatchAnswer]:
         return [a for a in self.answers if a.error is None]
@@ -86,4 +90,22 @@ class BatchChange(BaseModel):
                 f"{self.reference:.0%}")
 
 
-SPEC = MeasureSpec(KEY, TITLE, BatchingSection, BatchDependence, BatchChange)
+class LoadDrift(BaseModel):
+    """One cell's answers to one task at the quality phase's concurrency against the same documents answered one
+    request at a time (`tasks`), paired per document by the drift's test: `drift.reference` is the accuracy alone,
+    `drift.cell` among `concurrency` requests in flight, its outcome against the task's margin, Holm over every such
+    comparison of the run (compare.py `compare_run`)."""
+
+    cell: str
+    concurrency: int | None = None
+    drift: TaskDrift
+
+
+class LoadDrifts(BaseModel):
+    """The run's quality among concurrent requests against alone, every cell (the reference included) decided as one
+    family: kept in RunResult.measures["batching"], recomputed with the drift."""
+
+    load_drift: list[LoadDrift] = []
+
+
+SPEC = MeasureSpec(KEY, TITLE, BatchingSection, BatchDependence, BatchChange, across=LoadDrifts)

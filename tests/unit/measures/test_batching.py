@@ -9,8 +9,9 @@ import json
 import pytest
 
 from evalharness.measures.batching.compare import compare as batch_change
-from evalharness.measures.batching.spec import BatchAnswer, BatchDependence
+from evalharness.measures.batching.spec import BatchAnswer, BatchDependence, LoadDrifts
 from evalharness.measures.reports import measure_sections
+from evalharness.measures.specs import read
 from evalharness.matrix.errors import SpecError
 from evalharness.serving.engines import load_matrix
 from evalharness.phases.prompts import BatchPromptsError, first_difference, load_prompts
@@ -132,14 +133,16 @@ def test_quality_among_concurrent_requests_is_paired_with_the_same_documents_alo
         alone = _scores(tmp_path / "cells" / cid / "alone", "x", {"eh_capitals": right})
         for score in alone:  # the alone run's files, relative to the run folder as the runner keeps them
             score.samples = f"cells/{cid}/alone/{score.samples}"
-        run.cells[cid].quality_alone = alone
+        run.cells[cid].measures["batching"] = BatchDependence(concurrency=16, max_tokens=64,
+                                                              alone=alone).model_dump(mode="json")
     refresh_drift(run, tmp_path)
-    by_cell = {entry.cell: entry for entry in run.load_drift}
+    by_cell = {entry.cell: entry for entry in read(run.measures, "batching", LoadDrifts).load_drift}
     assert set(by_cell) == {"ref", "fine", "defect"} and all(e.concurrency == 16 for e in by_cell.values())
     assert by_cell["defect"].drift.paired == 60 and by_cell["defect"].drift.outcome == "worse"
     assert by_cell["defect"].drift.reference == 1.0 and by_cell["defect"].drift.delta < -0.2
     assert by_cell["fine"].drift.outcome == "equivalent" and by_cell["ref"].drift.outcome == "equivalent"
-    run.cells["ref"].measures["batching"] = _side(set()).model_dump(mode="json")
+    run.cells["ref"].measures["batching"] = {**_side(set()).model_dump(mode="json"),
+                                             "alone": run.cells["ref"].measures["batching"]["alone"]}
     text = "\n".join(measure_sections(run))
     rows = [line for line in text.splitlines() if line.startswith("| `") and "eh\\_capitals" in line]
     assert len(rows) == 3 and "**worse**" in next(r for r in rows if r.startswith("| `defect`"))
@@ -186,3 +189,22 @@ def test_a_run_saved_before_batching_was_a_measure_reads_and_renders_alike():
     assert old.cells["bf16"].drift.measures["batching"]["flagged"] is True
     assert measure_sections(old) == measure_sections(new) and "**flagged**" in "\n".join(measure_sections(old))
     assert "batching" not in json.loads(old.model_dump_json())["cells"]["bf16"]  # written back in the new place
+
+
+def test_a_run_saved_before_the_tasks_alone_moved_into_the_record_reads_them_there():
+    """Until issue 59 a cell kept batching.tasks' answers alone at its top level (`quality_alone`) and the run its
+    comparison (`load_drift`): a saved run reads the first into the batching record and recomputes the second."""
+    score = {"task": "eh_capitals", "metric": "exact_match", "value": 1.0, "n": 20, "samples": "cells/a/alone/x.jsonl"}
+    old = {"batching": {"concurrency": 8, "max_tokens": 32, "answers": []}, "quality_alone": [score]}
+    cell = CellResult.model_validate({**_cell_fields(), **old})
+    record = read(cell.measures, "batching", BatchDependence)
+    assert [t.task for t in record.alone] == ["eh_capitals"] and record.alone[0].n == 20
+    assert "quality_alone" not in cell.model_dump(mode="json")
+    # without the batching record (it never ran) there is nothing to attach the tasks to: nothing is invented
+    bare = CellResult.model_validate({**_cell_fields(), "quality_alone": [score]})
+    assert bare.measures == {}
+
+
+def _cell_fields() -> dict:
+    return {"id": "a", "axes": {}, "settings_hash": "h", "args": {}, "env": {}, "argv": [], "status": "ok",
+            "phase": "done", "started_at": "t", "finished_at": "t", "duration_s": 1.0}
