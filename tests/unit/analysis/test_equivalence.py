@@ -10,7 +10,7 @@ import pytest
 
 from evalharness.analysis.drift import refresh_drift, task_evidence
 from evalharness.analysis.equivalence import decide, gate_outcome, margin_for
-from evalharness.analysis.gate import GateError, evaluate, make_baseline
+from evalharness.analysis.gate import GateError, make_baseline
 from evalharness.analysis.pareto import ParetoPoint, pareto_front
 from evalharness.analysis.secondary import secondary_changes
 from evalharness.analysis.stats import benjamini_hochberg, holm, log_ratio_interval, mcnemar_exact, paired_evidence
@@ -21,6 +21,12 @@ from evalharness.records.io import save_run
 from evalharness.records.measures import Percentiles, RepeatScore, ScenarioResult, TaskScore
 from evalharness.records.run import CellResult, RunMeta, RunResult
 from evalharness.render.report import render_markdown
+from evalharness.analysis.drift import apply_decision
+from evalharness.analysis.equivalence import p_equivalent, samples_to_settle
+from evalharness.analysis.sequential import final_levels
+from evalharness.analysis.stats import PairedEvidence
+from evalharness.records.drift import TaskDrift
+from evalharness.render.drift import drift_section
 
 
 def _flips(n: int, lost: int, gained: int) -> tuple[list[float], list[float]]:
@@ -310,3 +316,41 @@ def test_margin_per_task_with_a_default():
     gate = {"margin": {"gpqa": 0.05, "default": 0.02}, "max_accuracy_drop": 0.3}
     assert margin_for("gpqa", gate) == 0.05 and margin_for("gsm8k", gate) == 0.02
     assert margin_for("x", {"max_accuracy_drop": 0.03}) == 0.03 and margin_for("x", {}) == 0.05
+
+
+def test_intervals_carry_the_confidence_they_were_decided_at(tmp_path):
+    """A task that stopped at the third of four default looks was decided at the equivalence level that look spent
+    (0.0094): its interval is 98.1%, not the 90% the header printed."""
+    evidence = paired_evidence([1.0] * 150 + [0.0] * 50, [1.0] * 150 + [0.0] * 50)
+    drift = TaskDrift(task="t")
+    level = final_levels(0.05, [1, 2, 4, 8], 4).equivalent
+    apply_decision(drift, decide(evidence, 0.05, level, evidence.p_above(0.05)), 0.05)
+    assert drift.confidence == pytest.approx(1 - 2 * level) and drift.confidence > 0.98
+    assert drift.ci_high - drift.ci_low > 2 * evidence.bound(0.95, "upper")  # wider than the 90% one
+    values = [1.0] * 150 + [0.0] * 50
+    run = _run_with(tmp_path, {"ref": _scores(tmp_path, "ref", {"t": values}),
+                               "c": _scores(tmp_path, "c", {"t": values})}, gate={"margin": 0.05})
+    refresh_drift(run, tmp_path)
+    text = "\n".join(drift_section(run))
+    assert "Δ [90%]" not in text and "Δ [interval, confidence]" in text and " 90%" in text
+
+
+def test_would_settle_it_settles_it_four_times_in_five_counting_both_sides():
+    """The old factor put the expected bound on the margin: it settled about half the time. Simulated here: means over
+    repeats (the t-test over documents), a true drop of 0.01 against a margin of 0.05, inconclusive at 100 documents;
+    at the factor's documents it is called equivalent in about 80% of draws (the old factor: about 50%)."""
+    rng = np.random.default_rng(7)
+    n, spread, drop, margin = 100, 0.4, 0.01, 0.05
+
+    def draw(docs: int) -> PairedEvidence:
+        base = rng.uniform(0.2, 0.8, docs)  # each document's own level: cancels in the pairing
+        ref = base + rng.normal(0, spread / np.sqrt(2), docs)
+        cell = base - drop + rng.normal(0, spread / np.sqrt(2), docs)
+        return paired_evidence(ref, cell)
+
+    present = PairedEvidence(method="t", n=n, estimate=drop, se=spread / np.sqrt(n), df=n - 1)
+    assert decide(present, margin, 0.05, 1.0).outcome == "inconclusive"
+    factor = samples_to_settle(present, margin, 0.05)
+    assert factor is not None and factor > 1
+    settled = np.mean([p_equivalent(draw(int(np.ceil(n * factor))), margin) < 0.05 for _ in range(400)])
+    assert 0.72 <= settled <= 0.88, (factor, settled)

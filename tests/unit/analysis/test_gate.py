@@ -11,6 +11,10 @@ from evalharness.records.baseline import Thresholds, load_baseline, save_baselin
 from evalharness.records.io import save_run
 from evalharness.records.measures import Percentiles, ScenarioResult, TaskScore
 from evalharness.records.run import CellResult, RunMeta, RunResult
+from evalharness.analysis.equivalence import decide
+from evalharness.analysis.gate import inconclusive_words
+from evalharness.analysis.stats import PairedEvidence
+from tests.unit.analysis.test_equivalence import _run_with, _scores
 
 
 def _write_samples(run_dir: Path, cell: str, correct: list[int]) -> str:
@@ -234,3 +238,68 @@ def test_the_gates_outcome_opens_the_report_where_a_baseline_is_given(tmp_path, 
     assert main(["report", str(tmp_path / "bad")]) == 0  # re-rendered without a baseline: the gate's record stands
     assert "Gate: **FAIL**" in (tmp_path / "bad" / "report.md").read_text()
     assert main(["report", str(tmp_path / "bad"), "--baseline", str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_gates_inconclusive_words_match_the_interval_beside_them():
+    """96 comparisons, drop +0.060 [+0.035, +0.085], margin 0.02, raw p 0.004, Holm 0.40: the words said the lower
+    bound was not above the margin."""
+    evidence = PairedEvidence(method="t", n=200, estimate=0.06, se=0.0152, df=199)
+    decision = decide(evidence, 0.02, 0.05, p_worse_adjusted=0.40, family_size=96)
+    assert decision.outcome == "inconclusive" and decision.drop_low > 0.02
+    words = inconclusive_words(decision, 0.02, 0.05, 96)
+    assert "lower bound" in words and "above the margin before adjustment" in words and "Holm" in words
+    assert "not above it" not in words
+    straddling = decide(PairedEvidence(method="t", n=200, estimate=0.02, se=0.01, df=199), 0.02, 0.05, 0.5, 96)
+    assert "holds the margin" in inconclusive_words(straddling, 0.02, 0.05, 96)
+
+
+def test_a_screened_cell_never_passes_the_gate_on_a_share_of_its_documents(tmp_path):
+    """50 of 200 documents, no flips, margin 0.1: the gate passed it."""
+    from evalharness.analysis.gate import evaluate, make_baseline
+    from evalharness.records.baseline import Thresholds
+    from evalharness.records.measures import SubsetInfo
+
+    values = [1.0] * 150 + [0.0] * 50
+    run = _run_with(tmp_path, {"ref": _scores(tmp_path, "ref", {"t": values})}, gate={"margin": 0.1})
+    baseline = make_baseline(run, tmp_path, ["ref"], Thresholds(margin=0.1))
+    head = tmp_path / "head"
+    screened = _scores(head, "ref", {"t": values[:50]})
+    screened[0].subset = SubsetInfo(seed=1, documents=50, of=200, fraction=0.25)
+    later = _run_with(head, {"ref": screened}, gate={"margin": 0.1})
+    result = evaluate(later, head, baseline)
+    [task] = result.cells[0].tasks
+    assert task.outcome == "screened" and result.outcome == "inconclusive"
+    assert "screened: the cell answered 50 of the baseline's 200 documents" in result.inconclusive[0]
+
+
+def test_a_baseline_refreshed_with_another_runs_repeats_pools_them(tmp_path, capsys):
+    """A baseline is one draw; `baseline save --merge` pools a later run's repeats into it (other seeds only), and
+    the gate says what its guarantee holds for."""
+    first, second, same = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    _run_with(first, {"ref": _scores(first, "ref", {"t": [1.0] * 30 + [0.0] * 10})})
+    _run_with(second, {"ref": _scores(second, "ref", {"t": [1.0] * 20 + [0.0] * 20}, seed=2000)})
+    _run_with(same, {"ref": _scores(same, "ref", {"t": [1.0] * 40})})
+    path = tmp_path / "b.json"
+    assert main(["baseline", "save", str(first), "-o", str(path)]) == 0
+    assert main(["baseline", "save", str(second), "-o", str(path), "--merge"]) == 0
+    from evalharness.records.baseline import load_baseline
+
+    merged = load_baseline(path)
+    task = merged.cells["ref"].tasks["t"]
+    assert task.repeats == 2 and task.seeds == [1234, 2000] and len(merged.merged) == 1
+    assert sorted(task.correct.values()).count(0.5) == 10  # documents right in one run and wrong in the other
+    assert main(["baseline", "save", str(same), "-o", str(path), "--merge"]) == 2  # seed 1234 again: not a new draw
+    assert "seeds [1234] are already in the baseline" in capsys.readouterr().err
+    assert main(["gate", str(first), "--baseline", str(path)]) in (0, 3)
+    assert "the baseline holds 2 repeat(s) per document, pooled from 2 runs" in capsys.readouterr().out
+
+
+def test_a_baseline_with_a_negative_alpha_or_a_zero_margin_is_refused_by_key(tmp_path):
+    from evalharness.records.baseline import BaselineError
+
+    for key, value in (("alpha", -0.1), ("margin", 0.0), ("max_accuracy_drop", -1)):
+        path = tmp_path / f"{key}.json"
+        path.write_text('{"created": "t", "matrix_name": "m", "harness_version": "0", "engine": "vllm", '
+                        f'"thresholds": {{"{key}": {value}}}, "cells": {{}}}}')
+        with pytest.raises(BaselineError, match=f"thresholds.{key}"):
+            load_baseline(path)

@@ -476,3 +476,25 @@ def test_the_demos_plan_prices_its_greedy_tasks_as_the_answers_they_give(capsys,
     assert "| eh_capitals | ±0.1 | 96 | 1 / 1 | needs lengths | ±0.045 ✓ | repeats add nothing |" in out
     # the story's tasks sample (its gen_kwargs): priced at the stated consistency as before
     assert greedy_tasks(["gsm8k"], shipped, {"gsm8k": {"do_sample": True, "temperature": 0.6}}) == {}
+
+
+def test_plan_certifies_only_the_margin_its_design_has_the_power_for():
+    """gsm8k, 200 documents at 0.95, consistency 0.5, margin 0.02, 24 cells, configured 6 / 32: the plain formula
+    said it certifies ±0.018 while 12 / 36 were needed (simulated power at 6 / 32: 43%)."""
+    matrix = {"name": "m", "quality": {"tasks": ["gsm8k"], "limit": 200, "repeats": 6, "reference_repeats": 32},
+              "gate": {"margin": 0.02}}
+    [row] = make_plan(matrix, cells=25, accuracy={"gsm8k": 0.95}, consistency=0.5).tasks
+    assert row.cell_repeats > 6  # the design is under-powered for ±0.02 ...
+    assert row.configured_margin > row.margin  # ... so it cannot be said to certify it
+    needed = {**matrix, "quality": {**matrix["quality"], "repeats": row.cell_repeats,
+                                    "reference_repeats": row.reference_repeats}}
+    [sized] = make_plan(needed, cells=25, accuracy={"gsm8k": 0.95}, consistency=0.5).tasks
+    assert sized.configured_margin <= sized.margin  # one sizing: the needed design certifies the margin it was sized for
+
+
+def test_a_zero_or_negative_budget_speed_or_consistency_exits_2(capsys):
+    for flag, value in (("--budget-hours", "-3"), ("--budget-hours", "0"), ("--tok-s", "-1"), ("--consistency", "2")):
+        with pytest.raises(SystemExit) as stop:
+            main(["plan", "--matrix", "matrices/cpu-smollm2.yaml", flag, value])
+        assert stop.value.code == 2
+        assert flag in capsys.readouterr().err

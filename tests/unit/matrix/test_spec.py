@@ -280,3 +280,18 @@ def test_a_task_may_be_scored_through_chat_beside_loglikelihood_tasks_through_co
     # ...and allowed at the top when one task is: they apply to the chat tasks
     load_matrix(write(tmp_path, BASE + "quality:\n  tasks: [eh_capitals, eh_choice]\n  stop_strings: answer\n"
                                        "  task_settings: {eh_capitals: {api: chat}}\n"))
+
+
+def test_the_between_launch_a_a_is_a_matrix_option(tmp_path):
+    from pathlib import Path
+
+    from evalharness.serving.engines import load_matrix
+
+    text = Path("matrices/cpu-smollm2.yaml").read_text().replace("../.engine", str(Path(".").resolve() / ".engine"))
+    assert "\nreport:\n" in text
+    path = tmp_path / "m.yaml"
+    path.write_text(text.replace("\nreport:\n", "\nreport:\n  relaunch_reference: true\n"))
+    _, cells, reference = load_matrix(str(path))
+    again = cells[-1]
+    assert again.id == reference.id + ".relaunch" and again.settings_hash == reference.settings_hash
+    assert (again.args, again.env, again.axes) == (reference.args, reference.env, reference.axes)
