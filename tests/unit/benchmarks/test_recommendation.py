@@ -11,7 +11,7 @@ def _gsm8k():
     return sized(name, docs, accuracy, 0.5, 0.02, 0.05, 24, 4)  # 15 / 44 repeats, the finding's regime
 
 
-def test_finding_1_ten_candidates_at_the_margin_are_recommended_about_alpha_of_the_time_not_a_third():
+def test_ten_candidates_at_the_margin_are_recommended_about_alpha_of_the_time_not_a_third():
     choice = simulate_choice([_gsm8k()], [[0.02]] * 10, margin=0.02, alpha=0.05, trials=800, seed=[3, 1], check=12)
     assert choice.checked == 12 and choice.agreed == 12  # the replica is the package's rule
     controlled = float((choice.controlled >= 0).mean())

@@ -28,7 +28,7 @@ def measured():
     return tasks, figures, {d.name: d for d in designs}
 
 
-def test_finding_8_sequential_tokens_are_compared_at_equal_per_task_power(measured):
+def test_sequential_tokens_are_compared_at_equal_per_task_power(measured):
     tasks, figures, designs = measured
     rows = figures["designs"]
     fixed = rows[sd.FIXED.name]
