@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -127,22 +128,39 @@ def repeat_dir(cell_dir: Path, task: str, repeat: int) -> Path:
     return base if repeat == 0 else base / f"repeat-{repeat}"
 
 
-def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run_dir: Path,
-                server_alive: Callable[[], bool], *, include_path: str | None, include_defaults: bool, api: str,
-                extra_include_paths: list[str] | None = None,
-                tokenizer: str, concurrency: int, limit: int | None, request_timeout_s: float, task_timeout_s: float,
-                retries: int, done: list[TaskScore], per_task: Callable[[str], dict[str, Any]] = lambda task: {},
-                repeats: Callable[[str], int] = lambda task: 1, seed: int = 1234,
+@dataclass(frozen=True)
+class TaskSetup:
+    """Where and how one cell's lm-eval tasks are asked: what every task and repeat of a run_quality call shares (the
+    quality section's settings, runner/cellphases.py quality_settings)."""
+
+    base_url: str  # the cell's OpenAI-compatible root
+    model: str  # its served name
+    include_path: str | None  # the task files (None: lm-eval's own, with include_defaults)
+    include_defaults: bool
+    api: str  # "completions" or "chat"
+    tokenizer: str  # "remote", "local" or "none" (phases/_lmeval_models.py)
+    request_timeout_s: float
+    task_timeout_s: float  # one task's subprocess, all its requests
+    retries: int  # a failed task run again, sending only the requests not yet answered
+    seed: int = 1234  # repeat k sends seed + k
+    extra_include_paths: tuple[str, ...] = ()  # the run's own task folders (the length buckets')
+
+
+def run_quality(tasks: list[str], setup: TaskSetup, cell_dir: Path, run_dir: Path, server_alive: Callable[[], bool],
+                *, concurrency: int, limit: int | None, done: list[TaskScore],
+                per_task: Callable[[str], dict[str, Any]] = lambda task: {},
+                repeats: Callable[[str], int] = lambda task: 1,
                 at_look: Callable[[int, dict[str, TaskScore]], set[str]] | None = None) -> None:
     """Every task in order, repeat by repeat (all tasks' repeat 0 first, so a cell stopped early has every task
-    once); repeat k sends seed `seed`+k with every request and keeps its own request journal, so no repeat is answered
-    from another's. Each task is appended to `done` when its repeat 0 finishes and its later repeats to it, so a
-    crash keeps what was finished. `per_task(task)`: the task's own worker settings (generation, local data).
+    once); repeat k sends seed `setup.seed`+k with every request and keeps its own request journal, so no repeat is
+    answered from another's. Each task is appended to `done` when its repeat 0 finishes and its later repeats to it,
+    so a crash keeps what was finished. `per_task(task)`: the task's own worker settings (generation, local data).
     `at_look(repeats_done, running)`: after each repeat, the tasks that are settled and run no more repeats."""
-    spec = {"include_path": include_path, "include_defaults": include_defaults, "base_url": base_url,
-            **({"extra_include_paths": extra_include_paths} if extra_include_paths else {}),
-            "model": model, "api": api, "tokenizer": tokenizer, "concurrency": concurrency, "limit": limit,
-            "timeout_s": request_timeout_s, "max_retries": 5}
+    seed = setup.seed
+    spec = {"include_path": setup.include_path, "include_defaults": setup.include_defaults, "base_url": setup.base_url,
+            **({"extra_include_paths": list(setup.extra_include_paths)} if setup.extra_include_paths else {}),
+            "model": setup.model, "api": setup.api, "tokenizer": setup.tokenizer, "concurrency": concurrency,
+            "limit": limit, "timeout_s": setup.request_timeout_s, "max_retries": 5}
     scores: dict[str, TaskScore] = {}
     stopped: set[str] = set()
     for repeat in range(max((repeats(task) for task in tasks), default=1)):
@@ -150,8 +168,8 @@ def run_quality(tasks: list[str], base_url: str, model: str, cell_dir: Path, run
             if repeat >= repeats(task) or task in stopped or (repeat and scores[task].error):
                 continue
             task_spec = {**spec, **per_task(task), "seed": seed + repeat}
-            score = run_task(task, task_spec, repeat_dir(cell_dir, task, repeat), run_dir, server_alive, retries,
-                             task_timeout_s)
+            score = run_task(task, task_spec, repeat_dir(cell_dir, task, repeat), run_dir, server_alive,
+                             setup.retries, setup.task_timeout_s)
             if repeat == 0:
                 scores[task] = score
                 done.append(score)

@@ -21,7 +21,7 @@ from evalharness.matrix.schema import Matrix, Scenario
 from evalharness.measures.tasks import worker_spec
 from evalharness.phases.probes import (DEFAULT_PROBES, ask_all, judge_outputs, load_probes, reasoning_budget, reasons,
                                       thought)
-from evalharness.phases.quality import SHIPPED_TASKS, run_quality
+from evalharness.phases.quality import SHIPPED_TASKS, TaskSetup, run_quality
 from evalharness.phases.retries import ServerDied, judge_tally
 from evalharness.phases.throughput.client import LoadClient
 from evalharness.phases.throughput.prompts import load_source
@@ -206,38 +206,37 @@ def screening(matrix: Matrix, state: CellRun, reference: CellResult | None) -> s
             "shipping, so quality ran its first look only (quality.full_quality: true runs it all)")
 
 
-def quality_settings(matrix: Matrix, state: CellRun) -> tuple[dict[str, Any], Callable[[str], dict[str, Any]]]:
-    """What every lm-eval run of this cell shares (run_quality's settings from the quality section), and a task's
-    own: its generation settings, its local data, and for a task of a measure's own kind (calls) the worker that
-    answers it."""
+def quality_settings(matrix: Matrix, state: CellRun) -> tuple[TaskSetup, Callable[[str], dict[str, Any]]]:
+    """What every lm-eval run of this cell shares (the quality section's settings), and a task's own: its
+    generation settings, its local data, and for a task of a measure's own kind (calls) the worker that answers it."""
     quality = matrix.quality
     assert quality is not None
     if matrix.length.task_names():
         ensure_length_files(matrix, state.run_dir)  # a Ray node's run folder may lack them
     include_path = quality.include_path or (str(SHIPPED_TASKS) if not quality.include_defaults else None)
-    common = dict(include_path=include_path, extra_include_paths=extra_include_paths(matrix, state.run_dir),
-                  include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer,
-                  request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
-                  retries=quality.retries, seed=quality.seed)
+    setup = TaskSetup(base_url=state.plan.base_url, model=state.plan.served_model_name, include_path=include_path,
+                      include_defaults=quality.include_defaults, api=quality.api, tokenizer=quality.tokenizer,
+                      request_timeout_s=matrix.timeouts.request_s, task_timeout_s=quality.task_timeout_s,
+                      retries=quality.retries, seed=quality.seed,
+                      extra_include_paths=tuple(extra_include_paths(matrix, state.run_dir)))
 
     def per_task(task: str) -> dict[str, Any]:
         return {**quality.settings_for(task), "data": quality.data[task].model_dump() if task in quality.data else None,
                 **worker_spec(task, include_path)}
 
-    return common, per_task
+    return setup, per_task
 
 
 def task_answerer(matrix: Matrix, state: CellRun, alive) -> Callable[[list[str], str, int, int], list[TaskScore]]:
     """Served.answer_tasks for a measure's phase: tasks answered with the quality section's settings under a
     sub-folder of the cell's, `documents` of each (a seeded subset, the same in every cell), one repeat at the
     quality seed."""
-    common, per_task = quality_settings(matrix, state)
+    setup, per_task = quality_settings(matrix, state)
 
     def answer(tasks: list[str], folder: str, concurrency: int, documents: int) -> list[TaskScore]:
         done: list[TaskScore] = []
-        run_quality(tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir / folder, state.run_dir,
-                    alive, **common, concurrency=concurrency, limit=documents, done=done,
-                    per_task=lambda task: {**per_task(task), "limit": documents}, repeats=lambda task: 1)
+        run_quality(tasks, setup, state.cell_dir / folder, state.run_dir, alive, concurrency=concurrency,
+                    limit=documents, done=done, per_task=lambda task: {**per_task(task), "limit": documents})
         return done
 
     return answer
@@ -261,10 +260,10 @@ def quality_phase(matrix: Matrix, state: CellRun, progress: Progress, alive, ref
                       run_dir=state.run_dir)
     state.screened = plan.screened
 
-    common, per_task = quality_settings(matrix, state)
+    setup, per_task = quality_settings(matrix, state)
     run_quality(
-        quality.tasks, state.plan.base_url, state.plan.served_model_name, state.cell_dir, state.run_dir, alive,
-        **common, concurrency=quality.concurrency, limit=quality.limit, done=state.quality,
+        quality.tasks, setup, state.cell_dir, state.run_dir, alive, concurrency=quality.concurrency,
+        limit=quality.limit, done=state.quality,
         per_task=lambda task: {**per_task(task),
                                **({"fraction": quality.screen_documents} if task in plan.by_documents else {})},
         repeats=lambda task: plan.planned[task], at_look=None if against is None else plan.settle,

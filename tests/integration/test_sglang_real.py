@@ -21,7 +21,7 @@ import pytest
 from evalharness.serving.engines import load_matrix
 from evalharness.measures.tasks import worker_spec
 from evalharness.analysis.outputlength import length_ratio
-from evalharness.phases.quality import run_quality
+from evalharness.phases.quality import TaskSetup, run_quality
 from evalharness.phases.throughput.client import LoadClient, run_scenario
 from evalharness.serving.engines._common import prometheus_totals
 from evalharness.serving.engines.sglang import COUNTERS, SglangEngine
@@ -52,6 +52,13 @@ def _launch(tmp: Path, cell_args: str, name: str):
     server = ServerProcess(plan.argv, plan.env, tmp / "server.log", plan.root_url + plan.health_path)
     server.start()
     return matrix, plan, server
+
+
+def _setup(plan, api: str, tokenizer: str) -> TaskSetup:
+    """The shipped tasks through the served SGLang, no task retries (a failure here is the finding)."""
+    return TaskSetup(base_url=plan.base_url, model=plan.served_model_name, include_path=str(REPO / "tasks" / "lm_eval"),
+                     include_defaults=False, api=api, tokenizer=tokenizer, request_timeout_s=300, task_timeout_s=600,
+                     retries=0)
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +132,9 @@ def test_quality_tasks_through_sglang_generation_and_loglikelihood(served, tmp_p
     tokenizer.json of the folder SGLang names in /model_info (`tokenizer: local`), checked against its /tokenize."""
     plan, server = served["plan"], served["server"]
     done = []
-    run_quality(["eh_capitals", "eh_choice"], plan.base_url, plan.served_model_name, tmp_path / "cell", tmp_path,
-                lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
-                api="completions", tokenizer="local", concurrency=2, limit=6, request_timeout_s=300,
-                task_timeout_s=600, retries=0, done=done, per_task=lambda task: {"subset": "first"})
+    run_quality(["eh_capitals", "eh_choice"], _setup(plan, "completions", "local"), tmp_path / "cell", tmp_path,
+                lambda: server.poll() is None, concurrency=2, limit=6, done=done,
+                per_task=lambda task: {"subset": "first"})
     assert [t.task for t in done] == ["eh_capitals", "eh_choice"] and not any(t.error for t in done), done
     assert done[0].value is not None and done[0].value >= 0.5, done[0]  # SmolLM2 knows capitals (9/10 on vLLM)
     assert done[1].metric == "acc,none" and done[1].value >= 0.5, done[1]  # 0.9 of 60 on vLLM; chance 0.25
@@ -162,10 +168,8 @@ def test_quality_tasks_through_sglang_generation_and_loglikelihood(served, tmp_p
 def _chat_scoring(served, folder, template_kwargs):
     plan, server = served["plan"], served["server"]
     done = []
-    run_quality(["eh_capitals_chat"], plan.base_url, plan.served_model_name, folder, folder,
-                lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
-                api="chat", tokenizer="none", concurrency=2, limit=6, request_timeout_s=300, task_timeout_s=600,
-                retries=0, done=done, repeats=lambda task: 2, seed=1234,
+    run_quality(["eh_capitals_chat"], _setup(plan, "chat", "none"), folder, folder,
+                lambda: server.poll() is None, concurrency=2, limit=6, done=done, repeats=lambda task: 2,
                 per_task=lambda task: {"stop_strings": "answer", "chat_template_kwargs": template_kwargs,
                                        "subset": "first"})
     [score] = done
@@ -220,10 +224,8 @@ def test_tool_calls_and_json_output_through_sglangs_parsers_and_grammar(served, 
     (the qwen3 reasoning parser would otherwise take the whole reply as thinking, as the chat test above shows)."""
     plan, server = served["plan"], served["server"]
     done = []
-    run_quality(["eh_tools", "eh_json"], plan.base_url, plan.served_model_name, tmp_path / "cell", tmp_path,
-                lambda: server.poll() is None, include_path=str(REPO / "tasks" / "lm_eval"), include_defaults=False,
-                api="chat", tokenizer="none", concurrency=4, limit=12, request_timeout_s=300, task_timeout_s=600,
-                retries=0, done=done,
+    run_quality(["eh_tools", "eh_json"], _setup(plan, "chat", "none"), tmp_path / "cell", tmp_path,
+                lambda: server.poll() is None, concurrency=4, limit=12, done=done,
                 per_task=lambda task: {"max_gen_toks": 64, "chat_template_kwargs": {"enable_thinking": False},
                                        **worker_spec(task, None)})  # the calls worker, as the runner asks for it
     tools, json_output = done

@@ -189,10 +189,11 @@ def test_each_repeat_sends_its_own_seed_and_keeps_its_own_folder(tmp_path, monke
 
     monkeypatch.setattr(quality, "run_task", fake_run_task)
     done: list[TaskScore] = []
-    quality.run_quality(["a", "b"], "http://x/v1", "m", tmp_path, tmp_path, lambda: True, include_path=None,
-                        include_defaults=False, api="completions", tokenizer="none", concurrency=1, limit=None,
-                        request_timeout_s=1, task_timeout_s=1, retries=0, done=done,
-                        repeats=lambda task: 3 if task == "a" else 1, seed=1234)
+    setup = quality.TaskSetup(base_url="http://x/v1", model="m", include_path=None, include_defaults=False,
+                              api="completions", tokenizer="none", request_timeout_s=1, task_timeout_s=1, retries=0,
+                              seed=1234)
+    quality.run_quality(["a", "b"], setup, tmp_path, tmp_path, lambda: True, concurrency=1, limit=None, done=done,
+                        repeats=lambda task: 3 if task == "a" else 1)
     assert calls == [("a", 1234, Path("quality/a")), ("b", 1234, Path("quality/b")),
                      ("a", 1235, Path("quality/a/repeat-1")), ("a", 1236, Path("quality/a/repeat-2"))]
     assert [t.task for t in done] == ["a", "b"] and [r.seed for r in done[0].repeats] == [1235, 1236]

@@ -154,10 +154,10 @@ def test_a_settled_task_stops_at_its_look_and_the_others_go_on(tmp_path, monkeyp
         looked.append((repeats_done, sorted(running)))
         return {"easy"} if repeats_done == 2 else set()
 
-    quality.run_quality(["easy", "hard"], "http://x/v1", "m", tmp_path, tmp_path, lambda: True, include_path=None,
-                        include_defaults=False, api="completions", tokenizer="none", concurrency=1, limit=None,
-                        request_timeout_s=1, task_timeout_s=1, retries=0, done=done, repeats=lambda task: 4,
-                        at_look=at_look)
+    setup = quality.TaskSetup(base_url="http://x/v1", model="m", include_path=None, include_defaults=False,
+                              api="completions", tokenizer="none", request_timeout_s=1, task_timeout_s=1, retries=0)
+    quality.run_quality(["easy", "hard"], setup, tmp_path, tmp_path, lambda: True, concurrency=1, limit=None,
+                        done=done, repeats=lambda task: 4, at_look=at_look)
     assert [c for c in calls if c[0] == "easy"] == [("easy", 1234), ("easy", 1235)]
     assert len([c for c in calls if c[0] == "hard"]) == 4
     assert looked == [(1, ["easy", "hard"]), (2, ["easy", "hard"]), (3, ["hard"]), (4, ["hard"])]
