@@ -53,3 +53,31 @@ def test_a_folder_without_a_run_or_an_unknown_ref_is_refused_with_exit_2(tmp_pat
     assert no_run.returncode == 2 and "no results.json; expected a run folder" in no_run.stderr
     bad_ref = report_diff(ROOT, "no-such-ref", str(recorded_run(tmp_path / "run")))
     assert bad_ref.returncode == 2 and "no-such-ref: not a ref of" in bad_ref.stderr
+
+
+def test_keys_moved_are_told_apart_from_content_changed(tmp_path):
+    """Two renderings whose results.json differ only in where a record is kept (a cell's `quality_alone` before
+    batching owned it) are the same run when read; one whose content changed is named as a difference."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("report_diff", ROOT / "scripts" / "report_diff.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    score = {"task": "eh_capitals", "metric": "exact_match", "value": 1.0, "n": 20}
+    folders = {}
+    for name in ("old", "new", "changed"):
+        folders[name] = recorded_run(tmp_path / name)
+        data = json.loads((folders[name] / "results.json").read_text())
+        record = {"concurrency": 8, "max_tokens": 32, "answers": []}
+        cell = data["cells"]["f32"]
+        if name == "old":  # the layout a run saved before the move kept
+            cell["measures"] = {"batching": record}
+            cell["quality_alone"] = [score]
+        else:
+            cell["measures"] = {"batching": {**record, "alone": [score] if name == "new" else []}}
+        (folders[name] / "results.json").write_text(json.dumps(data))
+    found, moved = module.differences(folders["old"], folders["new"], ROOT)
+    assert found == [] and moved == ["results.json: keys moved, the same run when read by the after tree"]
+    found, moved = module.differences(folders["old"], folders["changed"], ROOT)
+    assert moved == [] and len(found) == 1 and found[0].startswith("results.json differs:")
