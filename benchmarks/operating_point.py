@@ -9,7 +9,7 @@ is slower; one repeat in ten disturbed 5x by other processes, which the host win
 only reason a repeat is set aside). Each request of a step at concurrency c
 has its TTFT and TPOT log-normal around the step's curve values (per-request spread 30% and 10%), 64 output tokens,
 one request per stream a repeat (the demo's sweep), and the repeat's output tok/s is its tokens over its slowest
-request. Repeats are measured as the runner does (runner/speedloop.py `stop_reason`: the reference 5 kept, a cell 2
+request. Repeats are measured as the runner does (analysis/stopping.py `stop_reason`: the reference 5 kept, a cell 2
 to 5, stopping once the speed rule decides it at that step), the sweep through `measure_sweep` (saturation), and
 every verdict is the package's own (analysis/operating.py `verdict_between`, `step_verdicts`, `crossover`). Only
 the rule this one replaced, each side at its own best load, is restated here.
@@ -51,7 +51,8 @@ from evalharness.analysis.goodput import requests_for, targets_of  # noqa: E402
 from evalharness.analysis.speed import Side, side_of  # noqa: E402
 from evalharness.matrix.schema import Matrix  # noqa: E402
 from evalharness.records.measures import Percentiles, RepeatFigures, ScenarioResult  # noqa: E402
-from evalharness.runner.speedloop import measure_sweep, stop_reason  # noqa: E402
+from evalharness.analysis.stopping import stop_reason  # noqa: E402
+from evalharness.runner.speedloop import measure_sweep  # noqa: E402
 from benchmarks.speed_verdicts import Regime  # noqa: E402
 
 TOKENS = 64

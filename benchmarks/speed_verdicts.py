@@ -18,7 +18,7 @@ Rules, each on the same draws:
 - `range x3` (before issue 43): three repeats each; faster when the cell's lowest repeat beats the reference's
   highest and the mean ratio is at least 1.05; screened when not faster;
 - `rule x3`: the speed rule (analysis/speed.py `speedup`) on three repeats each, disturbed ones measured again
-  (`remeasure` 2) by the runner's own stopping function (runner/speedloop.py `stop_reason`);
+  (`remeasure` 2) by the runner's own stopping function (analysis/stopping.py `stop_reason`);
 - `rule 2-6`: adaptive, the demo's plan: the reference measures 6 kept repeats, the cell from 2 to 6 (its first
   look at 3: analysis/speed.py `first_look`), stopping as soon as `stop_reason` says the rule has decided; screened
   when the verdict's upper bound is below 1.05.
@@ -52,7 +52,7 @@ if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
 from evalharness.analysis.speed import FLOOR, Side, speedup  # noqa: E402
-from evalharness.runner.speedloop import stop_reason  # noqa: E402
+from evalharness.analysis.stopping import stop_reason  # noqa: E402
 
 RATIOS = (1.0, 1.05, 1.1, 1.3, 1.5, 0.8)
 GRID_RATIOS = (1.0, 1.03, 1.05, 1.1, 1.3, 1.5)

@@ -5,8 +5,8 @@ the totals for the reference, one cell and every cell of the matrix. Pure: the m
 and optionally a previous run's record in, a ThroughputPlan out; render/plan.py writes it beside the quality plan.
 
 The sweep's steps come from the matrix's own schema (matrix/throughput.py `ThroughputSection.all_scenarios()`, the
-one expansion the runner measures), and where a sweep may stop follows the runner's rule (runner/speedloop.py
-`measure_sweep`: at saturation, never before the operating point's load). It must not import phases, serving or
+one expansion the runner measures), and where a sweep may stop follows the runner's rule (analysis/stopping.py
+`sweep_stop`: at saturation, never before the operating point's load). It must not import phases, serving or
 runner (tests/unit/test_layout.py).
 
 Times are never guessed: a step's time per repeat comes from a previous run's reference (`--from`), its record of
@@ -126,7 +126,7 @@ def _add(totals: Totals, step: StepPrice, repeats: int, times: int = 1) -> None:
 
 def _earliest_stop(steps: list[StepPrice], point: Mapping[str, Any] | None) -> str | None:
     """The first step after which saturation may end a sweep: the runner compares a step with the one before and
-    never stops below the operating point's load (runner/speedloop.py `measure_sweep`)."""
+    never stops below the operating point's load (analysis/stopping.py `sweep_stop`)."""
     point = point or {}
     for i, step in enumerate(steps):
         below = ((point.get("concurrency") or 0) > (step.concurrency or 0)

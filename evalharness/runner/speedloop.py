@@ -1,11 +1,11 @@
 """A throughput scenario's repeats as the runner drives them: each repeat measured inside a host window
 (serving/interference.py) and judged disturbed by the host alone; its streams' stalls (phases/throughput/stats.py
 `stream_stalls`) are recorded beside it, the engine's own behaviour, never a reason to set it aside (issue 57); a
-disturbed repeat measured again (`remeasure`); after each repeat from the first look on (analysis/speed.py
-`first_look`), a
-cell's figures put to the speed rule against the reference's (analysis/speed.py), stopping once it is decided; the
-reference, shared by every cell, measures all its repeats. Every finished repeat is appended to
-cells/<id>/throughput/<scenario>.jsonl, so a cell re-run on --resume continues from its last finished repeat.
+disturbed repeat measured again (`remeasure`); after each repeat, whether to stop is asked of analysis/stopping.py
+(the speed rule decided against the reference's figures, or the plan's maximum; the reference, shared by every cell,
+measures all its repeats), and a load sweep's steps likewise (saturation past the operating point). Every finished
+repeat is appended to cells/<id>/throughput/<scenario>.jsonl, so a cell re-run on --resume continues from its last
+finished repeat.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Callable
 
 from evalharness.analysis.goodput import Target, requests_for
 from evalharness.analysis.operating import goodput_side
-from evalharness.analysis.speed import Side, decided, first_look, kept_indices, side_of, speedup
+from evalharness.analysis.speed import Side, kept_indices, side_of
+from evalharness.analysis.stopping import kept_requests, stop_reason, sweep_stop
 from evalharness.matrix.schema import OperatingPointSpec, Scenario, SweepSection
 from evalharness.phases.throughput.client import LoadClient, combine_repeats, measure_repeat
 from evalharness.phases.throughput.sse import RequestRecord
@@ -80,37 +81,6 @@ def judge_repeat(scenario: Scenario, records: list[RequestRecord], host: dict | 
                          completed=one.completed, disturbed=interference.judge(host) if host else "",
                          stalled=judge_stalls(stalls), host=host or {},
                         per_request=request_latencies(records), **stalls)
-
-
-def stop_reason(side: Side, *, remeasure: int, reference: Side | None, is_reference: bool,
-                goodput: tuple[Side, Side] | None = None, goodput_requests: tuple[int, int] = (0, 0)) -> str | None:
-    """Why a scenario's repeats stop here, or None to measure one more (pure; benchmarks/speed_verdicts.py drives
-    the same function): the plan's maximum of kept repeats, its maximum plus `remeasure` measured, or, for a cell
-    with a reference to decide against, once the speed rule has decided between the plan's minimum and maximum.
-    `goodput`: (the cell's, the reference's) repeats on goodput tok/s where the matrix states an SLO, decided too
-    before a cell stops: the operating point is judged on goodput; `goodput_requests`: the cell's requests must
-    reach it first (the SLO's percentile's own minimum, goodput.requests_for): three single-request repeats all
-    within the SLO say nothing of a cell that misses half the time, and stopping there read "faster" on goodput
-    in 5.1-5.7% of runs when the true goodput was 0.72x the reference's (benchmarks/operating_point.py; issue 57)."""
-    low, high = side.plan or (len(side.rates), len(side.rates))
-    kept = len(kept_indices(side))
-    if kept >= high:
-        return f"the maximum: {high} repeats kept"
-    if len(side.rates) >= high + remeasure:
-        return f"{len(side.rates)} repeats measured ({len(side.rates) - kept} disturbed), {remeasure} of them again"
-    if kept >= first_look((low, high)) and reference is not None and not is_reference and low < high:
-        verdict = speedup(side, reference)
-        on_goodput = speedup(*goodput) if goodput is not None else None
-        enough = goodput_requests[0] >= goodput_requests[1]
-        if decided(verdict) and (on_goodput is None or (enough and decided(on_goodput))):
-            also = f"; goodput {on_goodput.text()}" if on_goodput is not None else ""
-            return f"decided after {kept} repeats: {verdict.text()}{also}"
-    return None
-
-
-def kept_requests(figures: list[RepeatFigures], side: Side) -> int:
-    """The requests of the repeats the speed rule keeps."""
-    return sum(figures[i].requests for i in kept_indices(side))
 
 
 def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, after_warmup: Callable[[], None],
@@ -177,22 +147,6 @@ def measure_scenario(client: LoadClient, scenario: Scenario, cell_dir: Path, *, 
     return result
 
 
-def saturation(previous: ScenarioResult, current: ScenarioResult, gain: float) -> str | None:
-    """Why a load sweep stops at `current` (pure): its output tok/s grew less than `gain` over the step before while
-    its median end-to-end latency grew more (the load waits, in the queue or in a slower batch, instead of turning
-    into tokens). None: more load still brings more tokens, or the latency did not grow (noise, not saturation)."""
-    before, after = previous.e2e_s.p50, current.e2e_s.p50
-    if previous.output_tok_s <= 0 or current.output_tok_s <= 0 or not before or not after:
-        return None
-    grew, slower = current.output_tok_s / previous.output_tok_s - 1, after / before - 1
-    if grew >= gain or slower <= gain:
-        return None
-    load = lambda sc: f"c={sc.concurrency}" if sc.concurrency else f"{sc.request_rate:g}/s"  # noqa: E731
-    return (f"saturated: output tok/s grew {grew:+.0%} from {load(previous)} to {load(current)} "
-            f"({previous.output_tok_s:.1f} to {current.output_tok_s:.1f}) while the median request's end-to-end "
-            f"latency grew {slower:+.0%}")
-
-
 def measure_sweep(sweep: SweepSection, point: OperatingPointSpec | None,
                   measure: Callable[[Scenario], ScenarioResult]) -> list[ScenarioResult]:
     """A load sweep's steps in order, each measured by `measure` (its repeats until decided), stopping after the
@@ -200,9 +154,8 @@ def measure_sweep(sweep: SweepSection, point: OperatingPointSpec | None,
     out: list[ScenarioResult] = []
     for scenario in sweep.steps():
         result = measure(scenario)
-        below_point = point is not None and ((point.concurrency or 0) > (scenario.concurrency or 0)
-                                             or (point.request_rate or 0) > (scenario.request_rate or 0))
-        why = None if not out or below_point else saturation(out[-1], result, sweep.saturation_gain)
+        why = sweep_stop(out[-1] if out else None, result, point.concurrency if point else None,
+                         point.request_rate if point else None, sweep.saturation_gain)
         out.append(result)
         if why:
             result.stopped = f"{result.stopped}; the sweep's last step, {why}" if result.stopped else why

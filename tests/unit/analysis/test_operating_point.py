@@ -22,7 +22,8 @@ from evalharness.phases.throughput.stats import request_latencies
 from evalharness.records.measures import Percentiles, RepeatFigures, ScenarioResult
 from evalharness.render.report import render_markdown, summary_markdown
 from evalharness.runner.cellphases import screening
-from evalharness.runner.speedloop import judge_repeat, measure_sweep, saturation
+from evalharness.analysis.stopping import saturation
+from evalharness.runner.speedloop import judge_repeat, measure_sweep
 from tests.unit.analysis.sweep_runs import cell, step, sweep_run
 
 SLO = {"tpot": {"percentile": 90, "max_ms": 90}}
@@ -319,7 +320,7 @@ def test_a_cell_stops_only_when_its_goodput_is_decided_too():
     from evalharness.analysis.goodput import Target as T
     from evalharness.analysis.operating import goodput_side
     from evalharness.analysis.speed import Side
-    from evalharness.runner.speedloop import stop_reason
+    from evalharness.analysis.stopping import stop_reason
 
     targets = (T("ttft", 90, 1.0),)
     reference = _goodput_step([20.0, 20.3, 19.8, 20.1, 19.9], [0.2] * 5)
