@@ -1,8 +1,8 @@
 """Drift of each cell from the run's reference cell, from the saved files: accuracy per task (paired per document over
 each side's repeats, the test and interval of analysis/stats.py, a verdict against the task's margin from
 analysis/equivalence.py, Holm-adjusted over every comparison of the run) and pooled (tasks weighted equally), flips,
-probe agreement, distribution drift (both directions of the per-token KL divergence: analysis/numerics.py), and
-the reference's own noise floor (its repeats split into two halves of its seeds: the A/A row).
+probe agreement, each measure's change (measures/comparisons.py: the numerics check's KL divergence among them),
+and the reference's own noise floor (its repeats split into two halves of its seeds: the A/A row).
 
 Reads records only; `refresh_drift` is what `run`, `report` and `gate` call after loading or finishing cells.
 """
@@ -24,13 +24,12 @@ from evalharness.analysis.sequential import Levels, final_levels
 from evalharness.analysis.confirmation import refresh_confirmation
 from evalharness.analysis.decision import decide as decide_shipping
 from evalharness.analysis.pairing import SideScores, UnpairableMetric, pairable_aggregation, side_scores
-from evalharness.measures.comparisons import changes as measure_changes, run_changes
-from evalharness.analysis.numerics import compare_distributions
+from evalharness.measures.comparisons import changes as measure_changes, folder_changes, run_changes
 from evalharness.analysis.outputlength import DOCUMENT_FIELDS, length_ratio, scenario_lengths, tolerance_of
 from evalharness.analysis.secondary import CALLS_FIELDS, ENDING_FIELDS, per_document, secondary_changes
 from evalharness.analysis.stats import PairedEvidence
-from evalharness.records.cellfiles import load_probe_outputs, load_scored
-from evalharness.records.drift import Agreement, CellDrift, DistributionDrift, TaskDrift, TaskNoise
+from evalharness.records.cellfiles import load_probe_outputs
+from evalharness.records.drift import Agreement, CellDrift, TaskDrift, TaskNoise
 from evalharness.records.io import ResultsError
 from evalharness.records.measures import ProbeOutput
 from evalharness.records.run import CellResult, RunResult
@@ -80,24 +79,6 @@ def probe_agreement(reference: list[ProbeOutput], cell: list[ProbeOutput]) -> Ag
     differing = [_first_difference(r, c) for r, c in pairs if r != c]
     return Agreement(identical=len(pairs) - len(differing), total=len(pairs),
                      mean_first_difference=sum(differing) / len(differing) if differing else None)
-
-
-def distribution_drift(ref_folder: Path, cell_folder: Path, same_run: bool = True) -> DistributionDrift | None:
-    """Both directions of the numerics check and the coarse top-k figures from the two cells' distribution files
-    (analysis/numerics.py); None when the cell never ran the check (it crashed, or served garbage and stopped at its
-    probes, or the check is off): nothing to report, not an unavailable figure. Across two runs (`compare`) only the
-    forward direction means anything: a cell's reverse_scored.jsonl holds its own run's reference's scores."""
-    ref_echo = load_scored(ref_folder / "distribution.jsonl")
-    cell_echo = load_scored(cell_folder / "distribution.jsonl")
-    if not cell_echo:
-        return None
-    out = compare_distributions(ref_echo, cell_echo, load_scored(cell_folder / "own_samples.jsonl"),
-                                load_scored(cell_folder / "reverse_scored.jsonl"),
-                                load_scored(ref_folder / "contexts.jsonl"))
-    if not same_run:
-        for figures in (out, *out.by_bucket.values()):
-            figures.reverse = None
-    return out
 
 
 def _per_document(run_dir: Path, score: Any, read: dict | None) -> dict[str, dict[str, float]]:
@@ -152,8 +133,8 @@ def drift_between(reference: CellResult, ref_dir: Path, cell: CellResult, cell_d
     cell_probes = load_probe_outputs(cell_dir / "cells" / cell.id / "probes.jsonl")
     if ref_probes and cell_probes:
         drift.agreement = probe_agreement(list(ref_probes.values()), list(cell_probes.values()))
-    drift.distribution = distribution_drift(ref_dir / "cells" / reference.id, cell_dir / "cells" / cell.id,
-                                            same_run=Path(ref_dir).resolve() == Path(cell_dir).resolve())
+    drift.measures.update(folder_changes(ref_dir / "cells" / reference.id, cell_dir / "cells" / cell.id,
+                                         same_run=Path(ref_dir).resolve() == Path(cell_dir).resolve()))
     return drift, evidence
 
 

@@ -153,7 +153,7 @@ def evaluate(run: RunResult, run_dir: Path, baseline: Baseline, mapping: dict[st
                 family[(run_id, task)] = (evidence, margin_for(task, gate))
                 pending[(run_id, task)] = task_out
         if limits.max_kld is not None:
-            _judge_kld(out, run_id, cell.drift.distribution if cell.drift else None, limits.max_kld)
+            _judge_kld(out, run_id, cell.drift.numerics() if cell.drift else None, limits.max_kld)
         if limits.min_throughput_ratio is not None:
             failed, unsure = _throughput_violations(run_id, cell.throughput, base, limits)
             out.violations += failed

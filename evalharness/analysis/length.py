@@ -62,7 +62,7 @@ def bucket_figures(run: RunResult, cell_id: str, verdicts: bool = True) -> list[
     if cell is None:
         return []
     is_reference = cell_id == run.reference
-    drift_numerics = None if is_reference or cell.drift is None else cell.drift.distribution
+    drift_numerics = None if is_reference or cell.drift is None else cell.drift.numerics()
     out = []
     for bucket in buckets_of(run):
         task = f"{LENGTH_TASK_PREFIX}{bucket}"

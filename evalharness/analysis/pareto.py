@@ -104,7 +104,7 @@ def _drift(run: RunResult, cid: str, cell: CellResult, measure: str) -> float | 
     if cell.drift is None:
         return None
     if measure == "kld":  # the unbiased KL(ref || cell) per token, never the coarse top-k lower bound
-        dist = cell.drift.distribution
+        dist = cell.drift.numerics()
         forward = dist.forward if dist is not None else None
         return forward.estimate if forward is not None and forward.available else None
     return -cell.drift.accuracy_delta if cell.drift.accuracy_delta is not None else None

@@ -1,8 +1,8 @@
 """Where a run's time went (pure): per cell, wall time by phase, the share spent outside the engine's own work, and an
 estimate of the whole matrix's wall time once its reference cell has run.
 
-The engine's own work is the time it spends answering measuring requests: probes, distribution, each measure's
-phase (evalharness/measures/: batch dependence, the prefix cache, calls under load), quality (each
+The engine's own work is the time it spends answering measuring requests: probes, each measure's phase
+(evalharness/measures/: the numerics check, batch dependence, the prefix cache, calls under load), quality (each
 task's time includes starting lm-eval's process, a few seconds, so the share outside is, if anything, understated)
 and throughput. Outside it: startup (launch to ready), resolve, teardown, and whatever no phase clock covered.
 """
@@ -10,16 +10,20 @@ and throughput. Outside it: startup (launch to ready), resolve, teardown, and wh
 from __future__ import annotations
 
 from evalharness.measures.catalog import MEASURES
+from evalharness.measures.specs import SPECS
 from evalharness.records.run import CellResult, RunResult
 
-ENGINE_WORK = ("probes", "distribution", *MEASURES, "quality", "throughput")
-GROUPS = ("startup", "resolve", "probes", "distribution", *MEASURES, "quality", "throughput", "teardown")
+ENGINE_WORK = ("probes", *MEASURES, "quality", "throughput")
+GROUPS = ("startup", "resolve", "probes", *MEASURES, "quality", "throughput", "teardown")
+# a measure on unless a matrix turns it off (the numerics check) keeps its column in every run, timed or not
+ON_BY_DEFAULT = frozenset(spec.key for spec in SPECS if spec.section().enabled)
 
 
 def shown_groups(run: RunResult) -> tuple[str, ...]:
-    """GROUPS less the measures no cell of the run timed (a measure's column only where it ran)."""
+    """GROUPS less the measures no cell of the run timed (a measure's column only where it ran; the numerics
+    check's, on by default, always)."""
     timed = {group_of(phase) for cell in run.cells.values() for phase in (cell.phase_seconds or {})}
-    return tuple(g for g in GROUPS if g not in MEASURES or g in timed)
+    return tuple(g for g in GROUPS if g not in MEASURES or g in ON_BY_DEFAULT or g in timed)
 
 
 def group_of(phase: str) -> str:

@@ -97,21 +97,6 @@ class ProbesSection(_Strict):
                                                         "{enable_thinking: false}")
 
 
-class DistributionSection(_Strict):
-    """The numerics check (phases/distribution.py, analysis/numerics.py): per-token KL divergence in both directions,
-    on the reference's and each cell's own samples at temperature 1."""
-
-    enabled: bool = True
-    prompts: str | None = Field(None, description="JSONL of {id, prompt}; default tasks/probes/distribution.jsonl")
-    max_tokens: int = Field(96, gt=0, description="length of every sampled continuation (the reference's contexts "
-                            "and each cell's own samples)")
-    max_context_tokens: int | None = Field(
-        None, gt=0, description="the longest context the check sends: a longer prompt is trimmed from the front to "
-        "this many tokens (default: what the served context leaves room for). Prefill is most of the check's cost "
-        "with long contexts: the shipped set's two long ones (about 2,000 and 1,300 tokens) took 50 of its 67 s on a "
-        "float32 reference and 75 of 121 s in bfloat16 on a CPU without AVX-512")
-
-
 class RequestsSection(_Strict):
     """How measuring requests are retried, and how many may fail before the cell is marked error (retries.py)."""
 
@@ -203,7 +188,6 @@ class Matrix(MeasureSections):  # every measure's section (measures/specs.py), w
     timeouts: Timeouts = Field(default_factory=Timeouts)
     requests: RequestsSection = Field(default_factory=RequestsSection)
     probes: ProbesSection = Field(default_factory=ProbesSection)
-    distribution: DistributionSection = Field(default_factory=DistributionSection)
     length: LengthSection = Field(default_factory=LengthSection)
     quality: QualitySection | None = None
     throughput: ThroughputSection | None = None

@@ -1,15 +1,19 @@
 """One folder per measurement (issue 59): what a measure is and where each of its parts lives.
 
 A measure is a folder, `measures/<key>/`, that owns one kind of evidence about a served cell end to end:
-- `spec.py`: its matrix section (`<key>:` in a matrix, off unless enabled), the record one cell's run writes, and the
-  change a cell shows against the reference (and where the measure compares the run's cells as one family, that
-  comparison's model: `across`): pydantic only, on the package's records at most, so the matrix may read them;
+- `spec.py`: its matrix section (`<key>:` in a matrix, off unless enabled but for the numerics check), the record
+  one cell's run writes, and the change a cell shows against the reference (and where the measure compares the
+  run's cells as one family, that comparison's model: `across`): pydantic only, on the package's records at most,
+  so the matrix may read them;
 - `phase.py`: how it runs against a served cell (the phases' HTTP client and retries), returning its record and the
-  requests' tally;
+  requests' tally; and, optionally, `skipped`: the record of a cell with nothing to ask (its engine cannot answer),
+  written without a phase;
 - `compare.py`: the cell's record against the reference's, by the package's shared decision rules (called, never
-  copied), returning the change the decision reads (and `compare_run`, the run's cells as one family, for `across`);
-- `report.py`: the rows it adds to report.md and report.html;
-- `price.py`: what its phase costs a launch, for `evalharness plan` (pure: its section and the plan's figures in);
+  copied), returning the change the decision reads (and `compare_run`, the run's cells as one family, for `across`;
+  and `compare_folders`, for a measure whose figures are its files' rather than its record's);
+- `report.py`: the rows it adds to report.md and report.html (or `section`, report.md's lines in its own layout);
+- `price.py`: what its phase costs a launch, for `evalharness plan` (pure: its section and the plan's figures in;
+  None: not priced);
 - and where its folder also answers quality tasks of its own kind (catalog.py TASK_KINDS: the calls tasks), `task.py`
   (which tasks are its, the worker module that answers them, their data check, what a cell's flags mean for them)
   and `tasks_report.py` (their section of the report). phases/quality.py runs the worker a task's spec names and

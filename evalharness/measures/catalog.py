@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-MEASURES = ("batching", "prefix_cache", "calls_modes")
+MEASURES = ("distribution", "batching", "prefix_cache", "calls_modes")
+# measures/numerics/ owns the numerics check, whose matrix section and record kept their key, `distribution`;
 # measures/calls/ owns tool calls and JSON output whole: the calls tasks (a kind of quality task) and their check
 # streamed and under load, whose matrix section and record stay `calls_modes`
-FOLDERS = {"calls_modes": "calls"}
+FOLDERS = {"distribution": "numerics", "calls_modes": "calls"}
 # measures whose folder also answers quality tasks of its own kind, with its own worker (measures/tasks.py)
 TASK_KINDS = ("calls_modes",)
 
@@ -22,7 +23,7 @@ TASK_KINDS = ("calls_modes",)
 class MeasureSpec:
     key: str  # the folder, the matrix section, the phase's name and the key of its record in results.json
     title: str  # how the report and the verdict name it
-    section: Any  # the matrix section (a pydantic model); every section has `enabled`, off by default
+    section: Any  # the matrix section (a pydantic model); every section has `enabled`
     record: Any  # what one cell's run writes (a pydantic model)
     change: Any  # the cell against the reference (a pydantic model with `flagged` and `summary()`)
     # the run's cells compared as one family (a pydantic model; None: the measure compares each cell with the

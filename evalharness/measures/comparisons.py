@@ -1,6 +1,7 @@
 """Every measure's comparison of a cell with the reference (issue 59): analysis/drift.py calls each on the two
-sides' records and keeps the change by the measure's key (CellDrift.measures); and of a measure that compares the
-run's cells as one family (its spec's `across`), that comparison, kept by its key in RunResult.measures."""
+sides' records (or, where its figures are its files', on the two cells' folders) and keeps the change by the
+measure's key (CellDrift.measures); and of a measure that compares the run's cells as one family (its spec's
+`across`), that comparison, kept by its key in RunResult.measures."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ from evalharness.records.io import ResultsError
 Compare = Callable[[Any, Any, float], BaseModel | None]
 COMPARISONS: tuple[tuple[MeasureSpec, Compare], ...] = tuple(
     (BY_KEY[key], import_module(role_module(key, "compare")).compare) for key in MEASURES)
+# measures whose figures are computed from the two cells' folders, not their records (compare.py `compare_folders`)
+CompareFolders = Callable[[Path, Path, bool], BaseModel | None]
+FOLDER_COMPARISONS: tuple[tuple[MeasureSpec, CompareFolders], ...] = tuple(
+    (BY_KEY[key], found) for key in MEASURES
+    if (found := getattr(import_module(role_module(key, "compare")), "compare_folders", None)) is not None)
 CompareRun = Callable[[Any, Path, Mapping[str, Any] | None], BaseModel | None]
 RUN_COMPARISONS: tuple[tuple[MeasureSpec, CompareRun], ...] = tuple(
     (BY_KEY[key], import_module(role_module(key, "compare")).compare_run) for key in MEASURES
@@ -33,6 +39,17 @@ def changes(reference: Mapping[str, Any], cell: Mapping[str, Any], alpha: float)
             change = compare(ours, theirs, alpha)
             if change is not None:
                 out[spec.key] = change.model_dump(mode="json")
+    return out
+
+
+def folder_changes(ref_folder: Path, cell_folder: Path, same_run: bool) -> dict[str, dict]:
+    """Each measure compared from the two cells' folders (`same_run`: the reference is this run's, not another
+    run's): key -> the change as results.json keeps it; a measure the cell has no files of is left out."""
+    out = {}
+    for spec, compare_folders in FOLDER_COMPARISONS:
+        change = compare_folders(ref_folder, cell_folder, same_run)
+        if change is not None:
+            out[spec.key] = change.model_dump(mode="json")
     return out
 
 

@@ -1,5 +1,6 @@
-"""Every measure's phase, in the order the runner runs them after the numerics check (issue 59): the
-runner's loop (runner/cell.py) calls each enabled one with the served cell and its section."""
+"""Every measure's phase, in the catalog's order (issue 59): the runner's loop (runner/cell.py) calls each enabled
+one with the served cell and its section; first, where the measure's phase.py has `skipped`, it asks that whether the
+cell has nothing to measure (the record that says why, written without a phase or a request)."""
 
 from __future__ import annotations
 
@@ -16,3 +17,6 @@ from evalharness.records.measures import RequestTally
 Phase = Callable[[Served, BaseModel], tuple[BaseModel, RequestTally]]
 PHASES: tuple[tuple[MeasureSpec, Phase], ...] = tuple(
     (BY_KEY[key], import_module(role_module(key, "phase")).run_phase) for key in MEASURES)
+Skipped = Callable[[Served, BaseModel], BaseModel | None]
+SKIPPED: dict[str, Skipped] = {key: found for key in MEASURES
+                               if (found := getattr(import_module(role_module(key, "phase")), "skipped", None))}

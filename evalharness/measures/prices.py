@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from evalharness.measures.catalog import MEASURES, Price, PriceInputs, role_module
 from evalharness.measures.specs import BY_KEY, MeasureSpec
 
-Pricing = Callable[[BaseModel, PriceInputs], Price]
+Pricing = Callable[[BaseModel, PriceInputs], "Price | None"]  # None: the plan leaves the measure out
 PRICES: tuple[tuple[MeasureSpec, Pricing], ...] = tuple(
     (BY_KEY[key], import_module(role_module(key, "price")).price) for key in MEASURES)
 
@@ -22,6 +22,7 @@ def price_measures(matrix: Mapping[str, Any], given: PriceInputs) -> dict[str, P
     out = {}
     for spec, price in PRICES:
         section = spec.section.model_validate(matrix.get(spec.key) or {})
-        if section.enabled:
-            out[spec.title] = price(section, given)
+        priced = price(section, given) if section.enabled else None
+        if priced is not None:
+            out[spec.title] = priced
     return out

@@ -1,5 +1,6 @@
 """Every measure's part of the report (issue 59): its tables as plain text, laid out here for report.md (escaped,
-a flagged verdict in bold) and handed to report.html as they are (render/html_data.py `measures`)."""
+a flagged verdict in bold) and handed to report.html as they are (render/html_data.py `measures`); or, for a
+measure whose report.py gives `section`, report.md's lines as it lays them out."""
 
 from __future__ import annotations
 
@@ -14,8 +15,16 @@ from evalharness.render.markdown import bold_verdict, markdown_table, md_text
 Tables = Callable[[RunResult], "list[dict] | None"]
 REPORTS: tuple[tuple[MeasureSpec, Tables], ...] = tuple(
     (BY_KEY[key], import_module(role_module(key, "report")).tables) for key in MEASURES)
+# measures whose report.py lays out its own section (`section`: report.md's lines) instead of tables
+OWN_SECTIONS = tuple(found for key in MEASURES
+                     if (found := getattr(import_module(role_module(key, "report")), "section", None)) is not None)
 # a task kind's own section (its tasks' figures beside their scores), from its folder's tasks_report.py
 TASK_REPORTS = tuple(import_module(role_module(key, "tasks_report")) for key in TASK_KINDS)
+
+
+def own_sections(run: RunResult) -> list[str]:
+    """report.md's sections of the measures that lay out their own (none recorded: no lines)."""
+    return [line for section in OWN_SECTIONS for line in section(run)]
 
 
 def task_sections(run: RunResult) -> list[str]:

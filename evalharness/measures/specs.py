@@ -16,7 +16,7 @@ SPECS: tuple[MeasureSpec, ...] = tuple(import_module(role_module(key, "spec")).S
 BY_KEY = {spec.key: spec for spec in SPECS}
 
 # every measure's section as a field of the matrix (matrix/schema.py `Matrix` derives from it): `<key>:` in a matrix
-# file, off unless enabled, extra keys refused as everywhere in the schema
+# file, as its section defaults it (on only for the numerics check), extra keys refused as everywhere in the schema
 MeasureSections = create_model(
     "MeasureSections", __config__=ConfigDict(extra="forbid"),
     **{spec.key: (spec.section, Field(default_factory=spec.section,

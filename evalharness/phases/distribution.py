@@ -1,7 +1,7 @@
-"""The numerics check's phase (issue 26): sampled contexts and their log-probabilities, token by token, by id.
-
-Owns the requests and the parsing of each engine's logprob answers; the figures are computed later from the files it
-writes, by analysis/numerics.py. Imports no analysis, runner or render code.
+"""The numerics check's requests (issue 26): sampled contexts and their log-probabilities, token by token, by id.
+The check's part in a cell (measures/numerics/phase.py) and the reference's echo of every cell's samples after the
+cells (runner/reverse.py) both ask through these; the figures are computed later from the files they write, by
+analysis/numerics.py. Imports no analysis, runner or render code.
 
 - The reference cell (first to run) tokenizes each prompt of tasks/probes/distribution.jsonl (base-model text and
   pieces of the shipped tasks' prompts, some long: trimmed from the front to fit the served context, or the matrix's
@@ -22,14 +22,11 @@ phases/logprobs.py's. Where an engine cannot give a figure, the files record why
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
-from typing import Any
 
-from evalharness.phases.logprobs import BadAnswer, LogprobPath, TooLong, fit_context, open_path
+from evalharness.phases.logprobs import BadAnswer, LogprobPath, TooLong, fit_context
 from evalharness.phases.retries import RequestFailed, map_in_threads
-from evalharness.records.cellfiles import load_scored, save_scored
-from evalharness.records.measures import RequestTally, Scored
+from evalharness.records.measures import Scored
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "tasks" / "probes" / "distribution.jsonl"
 TOP_K = 5
@@ -107,53 +104,3 @@ def score_samples(path: LogprobPath, samples: list[Scored], k: int = TOP_K) -> l
     usable = [s for s in samples if not s.error and s.token_ids and s.prompt_ids]
     return map_in_threads(lambda s: _guard(s.id, lambda: path.echo(s.prompt_ids, s.token_ids, k)), usable,
                           CONCURRENCY)
-
-
-def _first_error(*groups: list[Scored]) -> str | None:
-    errors = [s.error for g in groups for s in g if s.error]
-    return errors[0] if errors else None
-
-
-def run_phase(base_url: str, model: str, cell_dir: Path, reference_dir: Path, is_reference: bool,
-              timeout_s: float, prompts_path: Path | None = None, max_tokens: int = 96, retries: int = 2,
-              hung_after: int = 3, path_kind: str = "completions", root_url: str | None = None,
-              max_context_tokens: int | None = None,
-              whole_prompts: list[dict[str, str]] | None = None) -> tuple[dict[str, Any], RequestTally]:
-    """The cell's part (see the module docstring). `whole_prompts` ({id, prompt}): contexts sampled beside the
-    prompts file's and never cut to `max_context_tokens` (the length buckets' documents). Returns a small summary and
-    the tally of its requests."""
-    begin = time.monotonic()
-    path = open_path(path_kind, base_url, root_url or base_url.rsplit("/v1", 1)[0], model, timeout_s, retries,
-                     hung_after)
-    summary: dict[str, Any] = {"path": path_kind}
-    try:
-        ctx_path = reference_dir / "contexts.jsonl"
-        if is_reference:
-            context = path.context_length()
-            summary["context"] = context or f"{FALLBACK_CONTEXT} (the engine did not say)"
-            if max_context_tokens is not None:
-                summary["max_context_tokens"] = max_context_tokens
-            whole = list(whole_prompts or [])
-            contexts = make_contexts(path, load_prompts(prompts_path or DEFAULT_PROMPTS) + whole, max_tokens,
-                                     context or FALLBACK_CONTEXT, longest=max_context_tokens,
-                                     whole=frozenset(p["id"] for p in whole))
-            save_scored(ctx_path, contexts)
-        elif not ctx_path.exists():
-            return {**summary, "scored": 0, "error": "the reference cell has no contexts (it did not run, failed, "
-                    "or ran before issue 26)"}, path.tally
-        else:
-            contexts = load_scored(ctx_path)
-        echoed = score_samples(path, contexts)
-        save_scored(cell_dir / "distribution.jsonl", echoed)
-        own: list[Scored] = []
-        if not is_reference:  # the reference's own samples are its contexts
-            own = own_samples(path, contexts, max_tokens)
-            save_scored(cell_dir / "own_samples.jsonl", own)
-            (cell_dir / "reverse_scored.jsonl").unlink(missing_ok=True)  # scored again from these samples
-        summary.update(contexts=len(contexts), scored=sum(1 for s in echoed if not s.error),
-                       own_samples=sum(1 for s in own if not s.error),
-                       positions=sum(len(s.token_ids) for s in contexts if not s.error),
-                       error=_first_error(contexts, echoed, own), seconds=round(time.monotonic() - begin, 2))
-        return summary, path.tally
-    finally:
-        path.close()

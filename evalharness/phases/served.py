@@ -1,6 +1,6 @@
 """What a measure's phase is given of a served cell (measures/*/phase.py): its URLs, its served name, the request
 settings every phase shares, its folder, what its engine answers about itself, and the quality phase's way of
-answering lm-eval tasks. Plain data; imports nothing."""
+answering lm-eval tasks, and where the reference's files are. Plain data; imports nothing."""
 
 from __future__ import annotations
 
@@ -26,3 +26,10 @@ class Served:
     # own way: (tasks, a sub-folder of the cell's, requests in flight, documents of each) -> their TaskScores, in
     # order (None: the matrix has no quality section)
     answer_tasks: Callable[[list[str], str, int, int], list[Any]] | None = None
+    # the numerics check's: the reference cell's folder (where its sampled contexts are), whether this is it, how its
+    # engine gives log-probabilities by token id (phases/logprobs.py; None: it gives none), and the length section's
+    # documents ({id, prompt}) that its contexts take whole (None: no length section)
+    reference_dir: Path | None = None
+    is_reference: bool = False
+    logprob_path: str | None = None
+    length_documents: Callable[[], list[dict[str, str]]] | None = None

@@ -71,6 +71,10 @@ class KLEstimate(BaseModel):
                                 "estimate and its interval (None: not subtracted, a record from before it)")
 
 
+# the numerics check's key: its matrix section, its record in a cell's `measures` and its figures in a drift's
+NUMERICS = "distribution"
+
+
 class DistributionDrift(BaseModel):
     """Distribution drift against the reference. `forward` (KL(ref || cell), on the reference's sampled contexts,
     both sides' echo) and `reverse` (KL(cell || ref), on the cell's own samples with their decode-time
@@ -136,7 +140,7 @@ class OutputLength(BaseModel):
 
 # keys a cell's record (or its drift) once held at its top level, before their measure moved into a folder of
 # evalharness/measures/ (issue 59): a run saved before reads them into `measures`, so it resumes and re-renders alike
-MOVED_TO_MEASURES = ("batching",)
+MOVED_TO_MEASURES = ("batching", "distribution")
 # and keys that became a field of a measure's record: old key -> (the measure's key, the field)
 MOVED_INTO_RECORDS = {"quality_alone": ("batching", "alone")}
 
@@ -174,7 +178,6 @@ class CellDrift(BaseModel):
     outcome: str | None = None  # worse if any task is; equivalent if every task is; else inconclusive
     worst_drop_upper: float | None = None  # the largest one-sided 95% upper bound of a task's drop
     agreement: Agreement | None = None
-    distribution: DistributionDrift | None = None
     # a calls task's invalid and refused shares against the reference's (analysis/secondary.py's rule)
     calls: list[SecondaryChange] = []
     # how a generation task's answers ended against the reference's (analysis/secondary.py ENDING_FIELDS): cut off,
@@ -183,7 +186,12 @@ class CellDrift(BaseModel):
     measures: dict[str, dict[str, Any]] = {}  # each measure's change by its key (evalharness/measures/comparisons.py)
     lengths: list[OutputLength] = []  # output tokens per answer against the reference's, per task and scenario
 
-    _lift = model_validator(mode="before")(lift_moved_measures)  # a drift saved before batching was a measure
+    _lift = model_validator(mode="before")(lift_moved_measures)  # a drift saved before its measures moved
+
+    def numerics(self) -> DistributionDrift | None:
+        """The numerics check's figures against the reference (measures/numerics/), None where it has none."""
+        value = self.measures.get(NUMERICS)
+        return None if value is None else DistributionDrift.model_validate(value)
 
 
 class TaskNoise(BaseModel):

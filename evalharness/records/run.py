@@ -81,11 +81,9 @@ class CellResult(BaseModel):
     probes: ProbeSummary | None = None
     quality: list[TaskScore] = []
     throughput: list[ScenarioResult] = []
-    distribution: dict[str, Any] | None = Field(None, description="the numerics check's summary "
-                                                "(phases/distribution.py)")
     measures: dict[str, dict[str, Any]] = Field(default_factory=dict, description="each measure's record by its key "
                                                 "(evalharness/measures/specs.py reads one back as its model)")
-    _lift = model_validator(mode="before")(lift_moved_measures)  # a run saved before batching was a measure
+    _lift = model_validator(mode="before")(lift_moved_measures)  # a run saved before its measures moved
     requests: dict[str, RequestTally] = Field(default_factory=dict, description="per phase: requests, failures "
                                               "after retries, retries, error kinds (throughput: per scenario)")
     drift: CellDrift | None = Field(None, description="against the run's reference cell; recomputed by `report`")

@@ -108,7 +108,7 @@ def _table(cmp: RunComparison) -> str:
         status = cell.base_status or "–"
         status += f" → {cell.head_status or '–'}" if cell.head_status != cell.base_status else ""
         agreement = acc.agreement if acc else None
-        dist = acc.distribution if acc else None
+        dist = acc.numerics() if acc else None
         rows.append([
             _name(cell), VERDICTS[cell.verdict], md_text(status),
             interval_text(acc.accuracy_delta, acc.ci_low, acc.ci_high) if acc else "",

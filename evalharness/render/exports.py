@@ -33,7 +33,7 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
             base.update({"accuracy_delta": cell.drift.accuracy_delta, "accuracy_ci_low": cell.drift.ci_low,
                          "accuracy_ci_high": cell.drift.ci_high, "mcnemar_p": cell.drift.p_value,
                          "right_to_wrong": cell.drift.right_to_wrong, "wrong_to_right": cell.drift.wrong_to_right})
-            dist = cell.drift.distribution
+            dist = cell.drift.numerics()
             if dist and dist.available:
                 for prefix, est in (("kl_forward", dist.forward), ("kl_reverse", dist.reverse)):
                     if est is not None and est.available:

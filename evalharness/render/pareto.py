@@ -46,10 +46,11 @@ def pareto_section(run: RunResult) -> list[str]:
             p_text = "" if d.p_value is None else f"{d.p_value:.3g}"
             flips = f"{d.right_to_wrong} / {d.wrong_to_right}"
             agree = f"{d.agreement.identical}/{d.agreement.total}" if d.agreement else ""
-            if d.distribution is not None:
-                dist_text = kl_text(d.distribution.forward) if d.distribution.forward else \
-                    "unavailable: " + md_text(d.distribution.reason or "", 60)
-                same_text = kl_text(d.distribution.reverse)
+            numerics = d.numerics()
+            if numerics is not None:
+                dist_text = kl_text(numerics.forward) if numerics.forward else \
+                    "unavailable: " + md_text(numerics.reason or "", 60)
+                same_text = kl_text(numerics.reverse)
         rows.append([
             f"`{cid}`",
             "" if tp is None else _figure_mean(run, cid),

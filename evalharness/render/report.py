@@ -15,7 +15,7 @@ from evalharness.records.measures import TaskScore
 from evalharness.render.nodes import measured_on, mixed_caveat, nodes_section
 from evalharness.records.run import CellResult, RunResult
 from evalharness.render.drift import drift_section, verdict_text
-from evalharness.measures.reports import measure_sections, task_sections
+from evalharness.measures.reports import measure_sections, own_sections, task_sections
 from evalharness.render.length import length_section
 from evalharness.render.engines import engines_section
 from evalharness.render.load import load_section
@@ -23,7 +23,6 @@ from evalharness.render.markdown import code_block, markdown_table, md_text
 from evalharness.render.names import key_table, named, short_names
 from evalharness.render.reading import reading_section
 from evalharness.render.verdict import chart_of, qualifier_lines, verdict_box
-from evalharness.render.numerics import numerics_section
 from evalharness.render.pareto import pareto_section
 from evalharness.render.probes import garbage_section, probe_budget_lines
 from evalharness.render.quality import quality_section
@@ -97,7 +96,7 @@ def render_markdown(run: RunResult, engines: Mapping[str, EngineProfile] | None 
                       "named in Quality tasks) ± its standard error, from lm-eval's per-sample records in "
                       "`cells/<id>/quality/<task>/`."]
     parts += ["", *quality_section(run), *drift_section(run, engines), *task_sections(run),
-              *measure_sections(run), *length_section(run), *numerics_section(run), *throughput_section(run),
+              *measure_sections(run), *length_section(run), *own_sections(run), *throughput_section(run),
               *timing_section(run), *server_section(run), *garbage_section(run), *engines_section(run, engines),
               *_differences_section(run)]
     parts += _no_effect_section(run)

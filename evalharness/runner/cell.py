@@ -14,8 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from evalharness.matrix.schema import Cell, Matrix
-from evalharness.measures.phases import PHASES
-from evalharness.phases import distribution
+from evalharness.measures.phases import PHASES, SKIPPED
 from evalharness.phases.retries import ServerDied
 from evalharness.phases.served import Served
 from evalharness.records.run import CellResult
@@ -99,30 +98,19 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     if state.status == "garbage" and not matrix.probes.run_costly_phases_on_garbage:
         state.phase = "probes"
         return server
-    if matrix.distribution.enabled and engine.logprob_path is None:  # nothing to ask: said, not failed
-        state.distribution = {"path": None, "scored": 0,
-                              "error": f"{engine.label} returns no log-probabilities by token id"}
-    elif matrix.distribution.enabled:
-        state.enter("distribution", progress)
-        state.phase = "distribution"
-        prompts = Path(matrix.distribution.prompts) if matrix.distribution.prompts else None
-        state.distribution, tally = distribution.run_phase(
-            plan.base_url, plan.served_model_name, state.cell_dir, state.run_dir / "cells" / reference_id,
-            state.cell.id == reference_id, matrix.timeouts.request_s, prompts, matrix.distribution.max_tokens,
-            retries=matrix.requests.retries, hung_after=matrix.requests.hung_after, path_kind=engine.logprob_path,
-            root_url=plan.root_url, max_context_tokens=matrix.distribution.max_context_tokens,
-            whole_prompts=numerics_documents(matrix, state.run_dir))
-        if not alive():
-            raise ServerDied("the server exited during the numerics check (distribution)")
-        judge_requests(matrix, state, "distribution", tally, alive)
     for spec, run_phase in PHASES:  # every measure's phase (evalharness/measures/phases.py), written once
         section = getattr(matrix, spec.key)
         if not section.enabled:
             continue
+        answer_tasks = task_answerer(matrix, state, alive) if matrix.quality is not None else None
+        given = served(plan, matrix, engine, state, reference_id, answer_tasks)
+        nothing_to_ask = SKIPPED[spec.key](given, section) if spec.key in SKIPPED else None
+        if nothing_to_ask is not None:  # said, not failed: no phase time, no requests
+            state.measures[spec.key] = nothing_to_ask.model_dump(mode="json")
+            continue
         state.enter(spec.key, progress)
         state.phase = spec.key
-        answer_tasks = task_answerer(matrix, state, alive) if matrix.quality is not None else None
-        record, tally = run_phase(served(plan, matrix, engine, state.cell_dir, answer_tasks), section)
+        record, tally = run_phase(given, section)
         state.measures[spec.key] = record.model_dump(mode="json")
         if not alive():
             raise ServerDied(f"the server exited during the {spec.title} check")
@@ -138,14 +126,16 @@ def _serve(matrix: Matrix, engine: Engine, state: CellRun, progress: Progress, r
     return server
 
 
-def served(plan, matrix: Matrix, engine: Engine, cell_dir: Path, answer_tasks=None) -> Served:
+def served(plan, matrix: Matrix, engine: Engine, state: CellRun, reference_id: str, answer_tasks=None) -> Served:
     """What a measure's phase is given of the served cell (phases/served.py)."""
     return Served(base_url=plan.base_url, root_url=plan.root_url, model=plan.served_model_name,
                   timeout_s=matrix.timeouts.request_s, retries=matrix.requests.retries,
-                  hung_after=matrix.requests.hung_after, cell_dir=cell_dir, engine_label=engine.label,
+                  hung_after=matrix.requests.hung_after, cell_dir=state.cell_dir, engine_label=engine.label,
                   cache_flush_path=engine.cache_flush_path,
                   include_path=matrix.quality.include_path if matrix.quality is not None else None,
-                  answer_tasks=answer_tasks)
+                  answer_tasks=answer_tasks, reference_dir=state.run_dir / "cells" / reference_id,
+                  is_reference=state.cell.id == reference_id, logprob_path=engine.logprob_path,
+                  length_documents=lambda: numerics_documents(matrix, state.run_dir))
 
 
 PORT_RELAUNCHES = 2  # launches a cell may lose to another process taking its port, each relaunched on a new one

@@ -230,10 +230,10 @@ def quality_settings(matrix: Matrix, state: CellRun) -> tuple[TaskSetup, Callabl
 def task_answerer(matrix: Matrix, state: CellRun, alive) -> Callable[[list[str], str, int, int], list[TaskScore]]:
     """Served.answer_tasks for a measure's phase: tasks answered with the quality section's settings under a
     sub-folder of the cell's, `documents` of each (a seeded subset, the same in every cell), one repeat at the
-    quality seed."""
-    setup, per_task = quality_settings(matrix, state)
+    quality seed. The settings are built on its first call: most measures never ask."""
 
     def answer(tasks: list[str], folder: str, concurrency: int, documents: int) -> list[TaskScore]:
+        setup, per_task = quality_settings(matrix, state)
         done: list[TaskScore] = []
         run_quality(tasks, setup, state.cell_dir / folder, state.run_dir, alive, concurrency=concurrency,
                     limit=documents, done=done, per_task=lambda task: {**per_task(task), "limit": documents})

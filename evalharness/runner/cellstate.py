@@ -54,7 +54,6 @@ class CellRun:
         self.quality: list[TaskScore] = []
         self.screened: str | None = None
         self.throughput: list[ScenarioResult] = []
-        self.distribution: dict[str, Any] | None = None
         self.measures: dict[str, dict[str, Any]] = {}  # each measure's record by its key (evalharness/measures/)
         self.requests: dict[str, RequestTally] = {}
         self.started_at = now_iso()
@@ -90,7 +89,6 @@ class CellRun:
             quality=self.quality,
             screened=self.screened,
             throughput=self.throughput,
-            distribution=self.distribution,
             measures=self.measures,
             requests=self.requests,
             log=str(self.log_path.relative_to(self.run_dir)) if self.log_path.exists() else None,

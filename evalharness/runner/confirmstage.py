@@ -69,7 +69,7 @@ def launch_matrix(matrix: Matrix, scenario: str | None, tasks: list[str], role: 
     assert confirm is not None
     data = matrix.model_dump(mode="json")
     data["confirm"] = None
-    for section in ("probes", "distribution", "length", *(spec.key for spec in SPECS)):
+    for section in ("probes", "length", *(spec.key for spec in SPECS)):
         data[section]["enabled"] = False
     data["report"].update(operating_point=None, throughput_scenario=None)
     steps = {s.name: s for s in matrix.throughput.all_scenarios()} if matrix.throughput else {}

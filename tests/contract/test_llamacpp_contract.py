@@ -61,7 +61,9 @@ throughput: {{scenarios: [{{name: c2, concurrency: 2, input_len: 16, output_len:
             assert scenario["completed"] == 6 and scenario["output_tok_s"] > 0, scenario
             assert scenario["output_tokens"] == 6 * 32, scenario
         # no log-probabilities by prompt token id: said, not failed
-        assert cell["distribution"]["path"] is None and "llama.cpp" in cell["distribution"]["error"]
+        numerics = cell["measures"]["distribution"]
+        assert numerics["path"] is None and "llama.cpp" in numerics["error"]
+        assert "distribution" not in cell["requests"] and "distribution" not in cell["phase_seconds"]  # never asked
     assert (one["resolved"]["props.total_slots"], two["resolved"]["props.total_slots"]) == (1, 2)
     report = (out / "report.md").read_text()
     assert "engine llamacpp b7000-standin" in report  # its build, read from /props, is the version the report names

@@ -220,7 +220,8 @@ def test_the_numerics_check_reads_sglangs_generate_logprobs_by_id_in_both_direct
     contexts = [json.loads(line) for line in (out / "cells" / "cell-ref" / "contexts.jsonl").read_text().splitlines()]
     assert [len(c["token_ids"]) for c in contexts] == [12] * 5 and all(c["error"] is None for c in contexts)
     assert len(contexts[2]["prompt_ids"]) == 512 - 12 - 2  # the long prompt trimmed to the served max_model_len
-    same, noisy = cells["cell-same"]["drift"]["distribution"], cells["cell-noisy"]["drift"]["distribution"]
+    same = cells["cell-same"]["drift"]["measures"]["distribution"]
+    noisy = cells["cell-noisy"]["drift"]["measures"]["distribution"]
     # the same model: every figure exactly 0, its own samples token for token the reference's (same seeds)
     assert same["forward"]["estimate"] == 0 and same["reverse"]["estimate"] == 0
     assert same["reverse"]["own_samples_identical"] == 5 and same["disjoint_topk"] == 0

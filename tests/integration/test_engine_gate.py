@@ -55,10 +55,11 @@ def test_drift_is_measured_and_reported(gated_run):
     drift = degraded["drift"]
     assert drift["paired"] == 240 and drift["accuracy_delta"] < 0 and drift["ci_high"] < 0
     assert drift["right_to_wrong"] > drift["wrong_to_right"]
-    assert drift["distribution"]["available"] and drift["distribution"]["mean_kld"] > 0.05
-    assert drift["distribution"]["same_top_token"] < 0.95
+    numerics = drift["measures"]["distribution"]
+    assert numerics["available"] and numerics["mean_kld"] > 0.05
+    assert numerics["same_top_token"] < 0.95
     # the numerics check (issue 26): both directions, on each side's own samples, credibly above 0
-    forward, reverse = drift["distribution"]["forward"], drift["distribution"]["reverse"]
+    forward, reverse = numerics["forward"], numerics["reverse"]
     assert forward["available"] and forward["ci_low"] > 0.05, forward
     assert reverse["available"] and reverse["ci_low"] > 0.05 and reverse["own_samples_identical"] < reverse["contexts"]
     assert "## Numerics: per-token KL divergence" in (gated_run / "report.md").read_text()

@@ -82,7 +82,7 @@ def test_the_broken_rope_is_worse_on_the_longest_bucket(length_run):
     print("rope on the longest bucket:", drift.reference, drift.cell, drift.delta, drift.outcome, drift.p_worse_adjusted)
     assert drift.outcome == "worse", drift
     # the numerics check on each bucket's document, whole: the broken rope's divergence is far from the reference's
-    numerics = run.cells["cell-rope"].drift.distribution
+    numerics = run.cells["cell-rope"].drift.numerics()
     assert sorted(numerics.by_bucket) == list(BUCKETS)
     longest_kl = numerics.by_bucket[BUCKETS[1]].forward
     assert longest_kl.available and longest_kl.contexts == 1 and longest_kl.estimate > 0.5, longest_kl

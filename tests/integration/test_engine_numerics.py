@@ -7,8 +7,9 @@ import time
 import pytest
 
 from evalharness.analysis.numerics import compare_distributions
+from evalharness.measures.numerics import phase as numerics_phase
 from evalharness.phases import distribution
-from evalharness.phases.logprobs import CompletionsPath
+from evalharness.phases.logprobs import CompletionsPath, open_path
 from evalharness.records.cellfiles import load_scored, save_scored
 from tests.integration.conftest import BASE_ARGS, SERVED_NAME
 
@@ -52,10 +53,10 @@ def test_the_phase_against_itself_gives_about_zero_in_both_directions(shared_eng
     cell_dir.mkdir()
     url = shared_engine.root_url + "/v1"
     begin = time.monotonic()
-    ref_summary, ref_tally = distribution.run_phase(url, SERVED_NAME, ref_dir, ref_dir, True, 300.0)
+    ref_summary, ref_tally = numerics_phase.measure(url, SERVED_NAME, ref_dir, ref_dir, True, 300.0)
     ref_s = time.monotonic() - begin
     begin = time.monotonic()
-    cell_summary, _ = distribution.run_phase(url, SERVED_NAME, cell_dir, ref_dir, False, 300.0)
+    cell_summary, _ = numerics_phase.measure(url, SERVED_NAME, cell_dir, ref_dir, False, 300.0)
     cell_s = time.monotonic() - begin
     assert ref_summary["error"] is None and cell_summary["error"] is None, (ref_summary, cell_summary)
     prompts = len(distribution.load_prompts())
@@ -63,7 +64,7 @@ def test_the_phase_against_itself_gives_about_zero_in_both_directions(shared_eng
     contexts = load_scored(ref_dir / "contexts.jsonl")
     assert max(len(c.prompt_ids) + len(c.token_ids) for c in contexts) > 900  # the long contexts reach the window
     # the reference's turn after the cells (runner/reverse.py): here the same server scores the cell's own samples
-    scorer = distribution.open_path("completions", url, shared_engine.root_url, SERVED_NAME, 300.0)
+    scorer = open_path("completions", url, shared_engine.root_url, SERVED_NAME, 300.0)
     try:
         save_scored(cell_dir / "reverse_scored.jsonl",
                     distribution.score_samples(scorer, load_scored(cell_dir / "own_samples.jsonl")))

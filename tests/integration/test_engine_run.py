@@ -76,7 +76,7 @@ def test_garbage_cell_is_caught_by_probes_and_skips_quality(finished_run):
         assert len(samples) == 32 and json.loads(samples[0])["doc_hash"]
     assert (out / "cells" / "cell-rope" / "probes.jsonl").exists()
     # it stops at its probes: no numerics check was paid for (probes.run_costly_phases_on_garbage would run it)
-    assert rope["distribution"] is None and not (out / "cells" / "cell-rope" / "distribution.jsonl").exists()
+    assert "distribution" not in rope["measures"] and not (out / "cells" / "cell-rope" / "distribution.jsonl").exists()
 
 
 def test_report_shows_status_reason_and_differences(finished_run):
@@ -146,8 +146,8 @@ def _same_outcome(resumed, uninterrupted):
     assert [(q["task"], q["n"]) for q in resumed["quality"]] == [(q["task"], q["n"]) for q in uninterrupted["quality"]]
     for mine, theirs in zip(resumed["quality"], uninterrupted["quality"]):
         assert mine["value"] == pytest.approx(theirs["value"], abs=0.1), mine["task"]
-    if uninterrupted["drift"] and uninterrupted["drift"]["distribution"]:
-        mine, theirs = resumed["drift"]["distribution"], uninterrupted["drift"]["distribution"]
+    if uninterrupted["drift"] and uninterrupted["drift"]["measures"].get("distribution"):
+        mine, theirs = resumed["drift"]["measures"]["distribution"], uninterrupted["drift"]["measures"]["distribution"]
         assert mine["positions"] == theirs["positions"]
         if theirs["mean_kld"] is None:  # no positions: a garbage cell stops before the numerics check
             assert mine["mean_kld"] is None

@@ -43,8 +43,10 @@ def test_the_shipped_transformers_matrix_runs_end_to_end_on_a_third_engine(engin
         assert scenario.output_tok_s > 0 and not scenario.errors, scenario
         assert all(tally.failed == 0 for tally in cell.requests.values()), cell.requests
         print(f"{cid}: eh_capitals {score.value:.3f}, {scenario.output_tok_s:.1f} tok/s")
-    assert run.cells["dtype-float32"].distribution["error"] == "transformers serve returns no log-probabilities by " \
-                                                               "token id"
+    numerics = run.cells["dtype-float32"].measures["distribution"]
+    assert numerics["error"] == "transformers serve returns no log-probabilities by token id"
+    assert "distribution" not in run.cells["dtype-float32"].phase_seconds  # never asked: no phase, no requests
+    assert "distribution" not in run.cells["dtype-float32"].requests
     report = (tmp_path / "out" / "report.md").read_text()
     assert "Not measured: transformers serve returns no log-probabilities by token id." in report
     assert run.cells["dtype-bfloat16"].drift.tasks[0].outcome != "worse"

@@ -165,7 +165,7 @@ def test_resume_on_ray_survives_a_lost_node(story, cluster):
     assert engine_processes() == []
     for cid in ("cell-b", "cell-c"):
         assert cells[cid]["probes"]["total"] == 12 and cells[cid]["teardown"]["leftover"] == []
-        assert cells[cid]["distribution"]["scored"] > 0  # the reference's continuations reached the node
+        assert cells[cid]["measures"]["distribution"]["scored"] > 0  # the reference's continuations reached the node
 
 
 def _shape(out) -> dict:

@@ -294,16 +294,16 @@ def test_local_tokenizer_ids_equal_sglangs_tokenize(served):
 def test_distribution_figures_exist_on_the_real_server(served, tmp_path):
     """The numerics check's path on SGLang (native /generate by token ids: SGLang's completions echo gives
     text_offset -1 for every token, so offsets cannot place a continuation): two contexts, 8 tokens, both scored."""
-    from evalharness.phases import distribution
+    from evalharness.measures.numerics import phase as numerics_phase
     from evalharness.records.cellfiles import load_scored
 
     plan = served["plan"]
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"id": "d01", "prompt": "The capital of France is Paris. The capital of Germany is"}\n'
                        '{"id": "d02", "prompt": "Once upon a time, in a small village by the sea, there lived"}\n')
-    summary, tally = distribution.run_phase(plan.base_url, plan.served_model_name, tmp_path, tmp_path, True, 300,
-                                            prompts_path=prompts, max_tokens=8, path_kind=ENGINE.logprob_path,
-                                            root_url=plan.root_url)
+    summary, tally = numerics_phase.measure(plan.base_url, plan.served_model_name, tmp_path, tmp_path, True, 300,
+                                          prompts_path=prompts, max_tokens=8, path_kind=ENGINE.logprob_path,
+                                          root_url=plan.root_url)
     assert summary["path"] == "generate" and summary["contexts"] == 2, summary
     assert summary["scored"] == 2 and not summary["error"], summary
     # sampled at temperature 1, a continuation may end at the end-of-sequence token before its 8 (CI, 2026-12-02:
@@ -347,7 +347,9 @@ def test_the_numerics_check_of_the_server_against_itself_holds_zero(served, tmp_
     subtracted (analysis/numerics.py decode_floor) this measured KL(cell||ref) 7.3e-6 [5.7e-6, 8.9e-6]; after,
     6.3e-7 [-1.4e-7, 1.5e-6] on the shipped 24 contexts (2026-12-04)."""
     from evalharness.analysis.numerics import compare_distributions
+    from evalharness.measures.numerics import phase as numerics_phase
     from evalharness.phases import distribution
+    from evalharness.phases.logprobs import open_path
     from evalharness.records.cellfiles import load_scored, save_scored
 
     plan = served["plan"]
@@ -356,10 +358,10 @@ def test_the_numerics_check_of_the_server_against_itself_holds_zero(served, tmp_
     cell_dir.mkdir()
     # the shipped 24 contexts (cut to 256 tokens, as the demos do): an interval over 6 contexts undercovers
     common = dict(max_tokens=12, max_context_tokens=256, path_kind=ENGINE.logprob_path, root_url=plan.root_url)
-    ref, _ = distribution.run_phase(plan.base_url, plan.served_model_name, ref_dir, ref_dir, True, 300, **common)
-    cell, _ = distribution.run_phase(plan.base_url, plan.served_model_name, cell_dir, ref_dir, False, 300, **common)
+    ref, _ = numerics_phase.measure(plan.base_url, plan.served_model_name, ref_dir, ref_dir, True, 300, **common)
+    cell, _ = numerics_phase.measure(plan.base_url, plan.served_model_name, cell_dir, ref_dir, False, 300, **common)
     assert ref["error"] is None and cell["error"] is None, (ref, cell)
-    scorer = distribution.open_path(ENGINE.logprob_path, plan.base_url, plan.root_url, plan.served_model_name, 300.0)
+    scorer = open_path(ENGINE.logprob_path, plan.base_url, plan.root_url, plan.served_model_name, 300.0)
     try:
         save_scored(cell_dir / "reverse_scored.jsonl",
                     distribution.score_samples(scorer, load_scored(cell_dir / "own_samples.jsonl")))

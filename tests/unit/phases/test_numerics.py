@@ -275,14 +275,14 @@ def test_the_reverse_pass_scores_each_ready_cells_samples_once_and_the_report_gi
                     [_scored(c.id, c.token_ids, [v - shifted - 0.1 * i for v in c.logprobs]) for i, c in enumerate(ctx)])
     assert cells_to_score(run, tmp_path) == []  # a finished pass does nothing on resume
     refresh_drift(run, tmp_path)
-    bad = run.cells["bad"].drift.distribution
+    bad = run.cells["bad"].drift.numerics()
     assert bad.forward.estimate == 0 and bad.reverse.estimate == pytest.approx(2.2)
     assert bad.reverse.own_samples_identical == 5 and bad.reverse.ci_low < 2.2 < bad.reverse.ci_high
-    from evalharness.render.numerics import numerics_section
+    from evalharness.measures.numerics.report import section as numerics_section
     section = "\n".join(numerics_section(run))
     assert "| `bad` (garbage) | 0.0000 [0.0000, 0.0000] | 2.2000 [" in section and "0/5 differ" in section
     assert "task-like prompts, some long)" in section
-    run.cells["ref"].distribution = {"max_context_tokens": 256}  # the matrix capped the contexts: the report says so
+    run.cells["ref"].measures["distribution"] = {"max_context_tokens": 256}  # the matrix capped the contexts: the report says so
     assert "any longer than 256 tokens cut to its last 256: distribution.max_context_tokens" in "\n".join(numerics_section(run))
 
 
